@@ -1,0 +1,218 @@
+//! The `Learner` and `Algorithm` traits, evaluation, callbacks and stop conditions.
+
+use crate::checkpoint::CheckpointError;
+use crate::env::{Env, EnvError};
+use crate::logger::Metrics;
+use crate::params::{TensorFileError, TensorMap};
+use crate::spaces::Space;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Errors of training, evaluation and persistence.
+#[derive(Debug, Error)]
+pub enum RlError {
+    /// An environment failed or misbehaved.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A checkpoint could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Saved tensors are malformed.
+    #[error(transparent)]
+    Tensors(#[from] TensorFileError),
+    /// A configuration value is invalid.
+    #[error("config: {0}")]
+    Config(String),
+    /// A loss or metric became NaN or infinite.
+    #[error("training diverged at step {step}: metric {metric} is {value}")]
+    NonFinite {
+        /// Env steps taken when it happened.
+        step: u64,
+        /// The metric that went bad.
+        metric: String,
+        /// Its value.
+        value: f64,
+    },
+    /// Any other failure, described.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Fails with [`RlError::NonFinite`] if any metric is NaN or infinite.
+pub fn check_finite(step: u64, metrics: &Metrics) -> Result<(), RlError> {
+    for (k, &v) in metrics {
+        if !v.is_finite() {
+            return Err(RlError::NonFinite { step, metric: k.clone(), value: v });
+        }
+    }
+    Ok(())
+}
+
+/// The optimization half of an algorithm: updates its networks from a batch.
+pub trait Learner {
+    /// What one update consumes (a rollout, a replay batch, a dataset batch…).
+    type Batch;
+    /// Updates from `batch` and reports metrics.
+    fn update(&mut self, batch: &mut Self::Batch) -> Result<Metrics, RlError>;
+    /// The current network weights, by parameter path.
+    fn weights(&self) -> TensorMap;
+    /// Replaces the network weights (e.g. from another learner or a checkpoint).
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError>;
+}
+
+/// Mean and spread of evaluation returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalResult {
+    /// Mean episodic return.
+    pub mean_return: f64,
+    /// Standard deviation of returns (population).
+    pub std_return: f64,
+    /// Mean episode length.
+    pub mean_length: f64,
+    /// Each episode's return.
+    pub returns: Vec<f64>,
+}
+
+impl EvalResult {
+    /// Summarizes `(return, length)` pairs.
+    pub fn from_episodes(eps: &[(f64, usize)]) -> Self {
+        let n = eps.len().max(1) as f64;
+        let mean = eps.iter().map(|e| e.0).sum::<f64>() / n;
+        let var = eps.iter().map(|e| (e.0 - mean).powi(2)).sum::<f64>() / n;
+        Self {
+            mean_return: mean,
+            std_return: var.sqrt(),
+            mean_length: eps.iter().map(|e| e.1 as f64).sum::<f64>() / n,
+            returns: eps.iter().map(|e| e.0).collect(),
+        }
+    }
+}
+
+/// What happened, for callbacks.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// An iteration (rollout + update) finished.
+    Iteration {
+        /// Env steps so far.
+        timesteps: u64,
+        /// Metrics of the iteration.
+        metrics: &'a Metrics,
+    },
+    /// An evaluation finished.
+    Eval {
+        /// Env steps so far.
+        timesteps: u64,
+        /// Its result.
+        result: &'a EvalResult,
+    },
+    /// A checkpoint was written.
+    Checkpoint {
+        /// Env steps so far.
+        timesteps: u64,
+        /// Where.
+        path: &'a Path,
+    },
+}
+
+/// Whether training goes on after a callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Keep training.
+    Continue,
+    /// Stop after this event.
+    Stop,
+}
+
+/// Something that watches training.
+pub trait Callback {
+    /// Called on every event.
+    fn on_event(&mut self, event: &Event<'_>) -> Control;
+}
+
+impl<F: FnMut(&Event<'_>) -> Control> Callback for F {
+    fn on_event(&mut self, event: &Event<'_>) -> Control {
+        self(event)
+    }
+}
+
+/// When to stop training (the first that holds).
+#[derive(Debug, Clone, Default)]
+pub struct StopConditions {
+    /// Env-step budget.
+    pub total_timesteps: u64,
+    /// Stop once an evaluation's mean return reaches this.
+    pub return_threshold: Option<f64>,
+    /// Stop after this much wall-clock time.
+    pub wall_time: Option<Duration>,
+}
+
+impl StopConditions {
+    /// Whether to stop now.
+    pub fn reached(&self, timesteps: u64, started: Instant, last_eval: Option<f64>) -> bool {
+        timesteps >= self.total_timesteps
+            || matches!((self.return_threshold, last_eval), (Some(t), Some(r)) if r >= t)
+            || self.wall_time.is_some_and(|w| started.elapsed() >= w)
+    }
+}
+
+/// A complete RL algorithm: collects experience and learns from it.
+pub trait Algorithm {
+    /// Short name (`ppo`, `dqn`, …).
+    fn name(&self) -> &str;
+    /// Env steps taken so far.
+    fn num_timesteps(&self) -> u64;
+    /// The budget the schedules are relative to.
+    fn total_timesteps(&self) -> u64;
+    /// Changes the budget (e.g. when resuming with more steps).
+    fn set_total_timesteps(&mut self, total: u64);
+    /// One iteration (collect + update); returns its metrics.
+    fn train(&mut self) -> Result<Metrics, RlError>;
+    /// Actions (raw encoding) for one observation (raw encoding).
+    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError>;
+    /// Observation space the policy expects.
+    fn observation_space(&self) -> &Space;
+    /// Action space the policy produces.
+    fn action_space(&self) -> &Space;
+    /// Wrapper statistics (normalizers) an evaluation env must share with training.
+    fn env_stats(&self) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+    /// Writes a checkpoint directory.
+    fn save(&self, dir: &Path) -> Result<(), RlError>;
+
+    /// Trains until `stop` holds, calling `callback` after each iteration.
+    fn learn(&mut self, stop: &StopConditions, callback: &mut dyn Callback) -> Result<(), RlError> {
+        let started = Instant::now();
+        while !stop.reached(self.num_timesteps(), started, None) {
+            let m = self.train()?;
+            if callback.on_event(&Event::Iteration { timesteps: self.num_timesteps(), metrics: &m }) == Control::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Mean return of `n_episodes` on `env`, episode `i` reset with `seed + i`.
+    fn evaluate(&mut self, env: &mut dyn Env, n_episodes: usize, deterministic: bool, seed: u64) -> Result<EvalResult, RlError> {
+        env.load_stats(&self.env_stats())?;
+        env.set_training(false);
+        let mut obs = vec![0.0; env.observation_space().raw_dim()];
+        let mut eps = Vec::with_capacity(n_episodes);
+        for i in 0..n_episodes {
+            env.reset(Some(seed.wrapping_add(i as u64)), &mut obs)?;
+            let (mut ret, mut len) = (0.0, 0usize);
+            loop {
+                let a = self.predict(&obs, deterministic)?;
+                let s = env.step(&a, &mut obs)?;
+                ret += s.reward;
+                len += 1;
+                if s.terminated || s.truncated {
+                    break;
+                }
+            }
+            eps.push((ret, len));
+        }
+        Ok(EvalResult::from_episodes(&eps))
+    }
+}

@@ -1,0 +1,314 @@
+//! Buffers: the on-policy rollout buffer with GAE (SB3 semantics), and the replay-buffer
+//! interfaces off-policy, offline and sequence-based algorithms build on.
+
+use crate::rng::Rng;
+
+/// Generalized advantage estimation exactly as SB3's `RolloutBuffer.compute_returns_and_advantage`.
+///
+/// All arrays are time-major `[T][n_envs]` flattened. `episode_starts[t]` = 1 when the
+/// observation at `t` begins an episode; `last_values`/`last_dones` describe the observation
+/// after the last step. Truncated episodes are bootstrapped by the collector (it adds
+/// `gamma * V(final_obs)` to the reward), as SB3 does. Writes `advantages` and `returns`.
+pub fn compute_gae(
+    rewards: &[f32],
+    values: &[f32],
+    episode_starts: &[f32],
+    last_values: &[f32],
+    last_dones: &[f32],
+    gamma: f32,
+    gae_lambda: f32,
+    advantages: &mut [f32],
+    returns: &mut [f32],
+) {
+    let n = last_values.len();
+    let t_len = rewards.len() / n;
+    let mut last_gae = vec![0.0f32; n];
+    for t in (0..t_len).rev() {
+        for e in 0..n {
+            let i = t * n + e;
+            let (next_non_terminal, next_value) = if t == t_len - 1 {
+                (1.0 - last_dones[e], last_values[e])
+            } else {
+                (1.0 - episode_starts[i + n], values[i + n])
+            };
+            let delta = rewards[i] + gamma * next_value * next_non_terminal - values[i];
+            last_gae[e] = delta + gamma * gae_lambda * next_non_terminal * last_gae[e];
+            advantages[i] = last_gae[e];
+        }
+    }
+    for i in 0..rewards.len() {
+        returns[i] = advantages[i] + values[i];
+    }
+}
+
+/// Storage for one on-policy rollout of `n_steps × n_envs` transitions.
+#[derive(Debug, Clone)]
+pub struct RolloutBuffer {
+    /// Steps per env.
+    pub n_steps: usize,
+    /// Number of envs.
+    pub n_envs: usize,
+    /// Network-input observation length.
+    pub obs_dim: usize,
+    /// Raw action length.
+    pub act_dim: usize,
+    /// Observations `[T·N × obs_dim]`.
+    pub obs: Vec<f32>,
+    /// Raw actions `[T·N × act_dim]`.
+    pub actions: Vec<f32>,
+    /// Rewards (truncation bootstrap already added).
+    pub rewards: Vec<f32>,
+    /// 1 where the observation starts an episode.
+    pub episode_starts: Vec<f32>,
+    /// Value estimates.
+    pub values: Vec<f32>,
+    /// Log-probabilities of the actions under the behaviour policy.
+    pub log_probs: Vec<f32>,
+    /// GAE advantages.
+    pub advantages: Vec<f32>,
+    /// Returns (advantages + values).
+    pub returns: Vec<f32>,
+    pos: usize,
+}
+
+impl RolloutBuffer {
+    /// An empty buffer.
+    pub fn new(n_steps: usize, n_envs: usize, obs_dim: usize, act_dim: usize) -> Self {
+        let n = n_steps * n_envs;
+        Self {
+            n_steps,
+            n_envs,
+            obs_dim,
+            act_dim,
+            obs: vec![0.0; n * obs_dim],
+            actions: vec![0.0; n * act_dim],
+            rewards: vec![0.0; n],
+            episode_starts: vec![0.0; n],
+            values: vec![0.0; n],
+            log_probs: vec![0.0; n],
+            advantages: vec![0.0; n],
+            returns: vec![0.0; n],
+            pos: 0,
+        }
+    }
+
+    /// Total number of transitions (`n_steps × n_envs`).
+    pub fn len(&self) -> usize {
+        self.n_steps * self.n_envs
+    }
+
+    /// Whether the buffer holds no transitions.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether all `n_steps` are stored.
+    pub fn is_full(&self) -> bool {
+        self.pos == self.n_steps
+    }
+
+    /// Empties the buffer for the next rollout.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Stores one step for all envs.
+    pub fn add(&mut self, obs: &[f32], actions: &[f32], rewards: &[f32], episode_starts: &[f32], values: &[f32], log_probs: &[f32]) {
+        assert!(self.pos < self.n_steps, "rollout buffer is full");
+        let (n, p) = (self.n_envs, self.pos);
+        self.obs[p * n * self.obs_dim..(p + 1) * n * self.obs_dim].copy_from_slice(obs);
+        self.actions[p * n * self.act_dim..(p + 1) * n * self.act_dim].copy_from_slice(actions);
+        self.rewards[p * n..(p + 1) * n].copy_from_slice(rewards);
+        self.episode_starts[p * n..(p + 1) * n].copy_from_slice(episode_starts);
+        self.values[p * n..(p + 1) * n].copy_from_slice(values);
+        self.log_probs[p * n..(p + 1) * n].copy_from_slice(log_probs);
+        self.pos += 1;
+    }
+
+    /// Adds `amount[e]` to the reward of env `e` at the last stored step (truncation bootstrap).
+    pub fn add_to_last_rewards(&mut self, e: usize, amount: f32) {
+        let i = (self.pos - 1) * self.n_envs + e;
+        self.rewards[i] += amount;
+    }
+
+    /// Computes advantages and returns (see [`compute_gae`]).
+    pub fn compute_returns_and_advantage(&mut self, last_values: &[f32], last_dones: &[f32], gamma: f32, gae_lambda: f32) {
+        compute_gae(&self.rewards, &self.values, &self.episode_starts, last_values, last_dones, gamma, gae_lambda, &mut self.advantages, &mut self.returns);
+    }
+
+    /// Minibatch index lists covering a random permutation of all transitions (the last one
+    /// may be smaller, as SB3).
+    pub fn minibatches(&self, batch_size: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
+        rng.permutation(self.len()).chunks(batch_size.max(1)).map(|c| c.to_vec()).collect()
+    }
+
+    /// Gathers rows `idx` of a `[len × dim]` array.
+    pub fn gather(data: &[f32], dim: usize, idx: &[usize]) -> Vec<f32> {
+        let mut out = Vec::with_capacity(idx.len() * dim);
+        for &i in idx {
+            out.extend_from_slice(&data[i * dim..(i + 1) * dim]);
+        }
+        out
+    }
+}
+
+/// One transition, borrowed, as stored in replay buffers (Gymnasium semantics: `terminated`
+/// and `truncated` apart; `next_obs` is the true next observation, also at episode ends).
+#[derive(Debug, Clone, Copy)]
+pub struct TransitionRef<'a> {
+    /// Observation.
+    pub obs: &'a [f32],
+    /// Raw action.
+    pub action: &'a [f32],
+    /// Reward.
+    pub reward: f32,
+    /// Next observation.
+    pub next_obs: &'a [f32],
+    /// The episode reached a terminal state.
+    pub terminated: bool,
+    /// The episode was cut short.
+    pub truncated: bool,
+}
+
+/// A sampled batch of transitions, row-major arrays.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TransitionBatch {
+    /// Indices into the buffer (for priority updates).
+    pub indices: Vec<usize>,
+    /// `[B × obs_dim]`.
+    pub obs: Vec<f32>,
+    /// `[B × act_dim]`.
+    pub actions: Vec<f32>,
+    /// `[B]`.
+    pub rewards: Vec<f32>,
+    /// `[B × obs_dim]`.
+    pub next_obs: Vec<f32>,
+    /// `[B]`, 1.0 where terminated.
+    pub terminated: Vec<f32>,
+    /// `[B]`, 1.0 where truncated.
+    pub truncated: Vec<f32>,
+    /// `[B]` discount to apply to the bootstrap (γ^n for n-step; γ otherwise).
+    pub discounts: Vec<f32>,
+    /// `[B]` importance weights (1.0 for uniform replay).
+    pub weights: Vec<f32>,
+}
+
+/// A replay buffer of transitions. Implementations: uniform ring ([`UniformReplay`]); the
+/// off-policy issue adds prioritized and n-step ones behind the same interface.
+pub trait ReplayBuffer: Send {
+    /// Stores one transition (FIFO at capacity).
+    fn add(&mut self, t: TransitionRef<'_>);
+    /// Number of stored transitions.
+    fn len(&self) -> usize;
+    /// Whether empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Samples `batch_size` transitions with `gamma` for the bootstrap discount.
+    fn sample(&mut self, batch_size: usize, gamma: f32, rng: &mut Rng) -> TransitionBatch;
+    /// Updates priorities of sampled `indices` (no-op for uniform replay).
+    fn update_priorities(&mut self, _indices: &[usize], _priorities: &[f32]) {}
+}
+
+/// A uniform FIFO ring buffer.
+#[derive(Debug, Clone)]
+pub struct UniformReplay {
+    capacity: usize,
+    obs_dim: usize,
+    act_dim: usize,
+    obs: Vec<f32>,
+    next_obs: Vec<f32>,
+    actions: Vec<f32>,
+    rewards: Vec<f32>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    pos: usize,
+    full: bool,
+}
+
+impl UniformReplay {
+    /// A buffer of `capacity` transitions.
+    pub fn new(capacity: usize, obs_dim: usize, act_dim: usize) -> Self {
+        Self {
+            capacity,
+            obs_dim,
+            act_dim,
+            obs: vec![0.0; capacity * obs_dim],
+            next_obs: vec![0.0; capacity * obs_dim],
+            actions: vec![0.0; capacity * act_dim],
+            rewards: vec![0.0; capacity],
+            terminated: vec![false; capacity],
+            truncated: vec![false; capacity],
+            pos: 0,
+            full: false,
+        }
+    }
+}
+
+impl ReplayBuffer for UniformReplay {
+    fn add(&mut self, t: TransitionRef<'_>) {
+        let (p, d, a) = (self.pos, self.obs_dim, self.act_dim);
+        self.obs[p * d..(p + 1) * d].copy_from_slice(t.obs);
+        self.next_obs[p * d..(p + 1) * d].copy_from_slice(t.next_obs);
+        self.actions[p * a..(p + 1) * a].copy_from_slice(t.action);
+        self.rewards[p] = t.reward;
+        self.terminated[p] = t.terminated;
+        self.truncated[p] = t.truncated;
+        self.pos = (p + 1) % self.capacity;
+        self.full |= self.pos == 0;
+    }
+    fn len(&self) -> usize {
+        if self.full { self.capacity } else { self.pos }
+    }
+    fn sample(&mut self, batch_size: usize, gamma: f32, rng: &mut Rng) -> TransitionBatch {
+        let n = self.len();
+        assert!(n > 0, "sampling from an empty replay buffer");
+        let idx: Vec<usize> = (0..batch_size).map(|_| rng.below(n as u64) as usize).collect();
+        TransitionBatch {
+            obs: RolloutBuffer::gather(&self.obs, self.obs_dim, &idx),
+            next_obs: RolloutBuffer::gather(&self.next_obs, self.obs_dim, &idx),
+            actions: RolloutBuffer::gather(&self.actions, self.act_dim, &idx),
+            rewards: idx.iter().map(|&i| self.rewards[i]).collect(),
+            terminated: idx.iter().map(|&i| self.terminated[i] as u8 as f32).collect(),
+            truncated: idx.iter().map(|&i| self.truncated[i] as u8 as f32).collect(),
+            discounts: vec![gamma; batch_size],
+            weights: vec![1.0; batch_size],
+            indices: idx,
+        }
+    }
+}
+
+/// A buffer of whole sequences for recurrent and model-based learners (R2D2-style replay,
+/// DreamerV3, recurrent PPO minibatches): sampled as `[B, L]` windows with a padding mask
+/// and episode-start flags so hidden states can be reset inside a window.
+pub trait SequenceBuffer: Send {
+    /// Appends one step of env `env`.
+    fn add_step(&mut self, env: usize, t: TransitionRef<'_>, episode_start: bool);
+    /// Samples `batch` windows of `length` steps: returns (batch of transitions flattened
+    /// `[B·L]` time-major within each window, mask `[B·L]`, episode starts `[B·L]`).
+    fn sample_sequences(&mut self, batch: usize, length: usize, rng: &mut Rng) -> (TransitionBatch, Vec<f32>, Vec<f32>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_replay_is_fifo_and_keeps_flags_apart() {
+        let mut b = UniformReplay::new(3, 1, 1);
+        for i in 0..5 {
+            b.add(TransitionRef { obs: &[i as f32], action: &[0.0], reward: i as f32, next_obs: &[i as f32 + 1.0], terminated: i == 3, truncated: i == 4 });
+        }
+        assert_eq!(b.len(), 3);
+        let mut rng = Rng::seed_from(0);
+        let s = b.sample(64, 0.99, &mut rng);
+        for k in 0..64 {
+            let r = s.rewards[k];
+            assert!(r >= 2.0, "oldest entries were overwritten");
+            assert_eq!(s.obs[k], r);
+            assert_eq!(s.next_obs[k], r + 1.0);
+            assert_eq!(s.terminated[k], (r == 3.0) as u8 as f32);
+            assert_eq!(s.truncated[k], (r == 4.0) as u8 as f32);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Action distributions (SB3's): differentiable log-probs and entropies on tensors for the
+//! losses, and host-side sampling from an RNG the algorithm owns.
+
+use crate::rng::Rng;
+use crate::spaces::Space;
+use burn::tensor::{activation, Int, Tensor};
+use serde::{Deserialize, Serialize};
+
+const LOG_SQRT_2PI: f64 = 0.918_938_533_204_672_8; // ln(sqrt(2π))
+
+/// Categorical `log_prob` of integer `actions` `[B]` under `logits` `[B, n]`.
+pub fn categorical_log_prob(logits: Tensor<2>, actions: Tensor<1, Int>) -> Tensor<1> {
+    let logp = activation::log_softmax(logits, 1);
+    logp.gather(1, actions.unsqueeze_dim(1)).squeeze_dim(1)
+}
+
+/// Categorical entropy `[B]` of `logits` `[B, n]`.
+pub fn categorical_entropy(logits: Tensor<2>) -> Tensor<1> {
+    let logp = activation::log_softmax(logits, 1);
+    let p = logp.clone().exp();
+    (p * logp).sum_dim(1).squeeze_dim(1).neg()
+}
+
+/// Diagonal Gaussian `log_prob` summed over `D`, per-sample `[B]`.
+pub fn diag_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, actions: Tensor<2>) -> Tensor<1> {
+    diag_gaussian_log_prob_per_dim(mean, log_std, actions).sum_dim(1).squeeze_dim(1)
+}
+
+/// Diagonal Gaussian `log_prob` per dimension `[B, D]`.
+pub fn diag_gaussian_log_prob_per_dim(mean: Tensor<2>, log_std: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
+    let var = log_std.clone().mul_scalar(2.0).exp();
+    let d = actions - mean;
+    (d.clone() * d).div(var.mul_scalar(2.0)).neg() - log_std.add_scalar(LOG_SQRT_2PI)
+}
+
+/// Diagonal Gaussian entropy `[B]`.
+pub fn diag_gaussian_entropy(log_std: Tensor<2>) -> Tensor<1> {
+    log_std.add_scalar(0.5 + LOG_SQRT_2PI).sum_dim(1).squeeze_dim(1)
+}
+
+/// Tanh-squashed diagonal Gaussian `log_prob` `[B]` from the pre-tanh sample `u` (SB3's SAC
+/// path): `sum log N(u) - sum log(1 - tanh(u)² + 1e-6)`.
+pub fn squashed_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, gaussian_actions: Tensor<2>) -> Tensor<1> {
+    let lp = diag_gaussian_log_prob(mean, log_std, gaussian_actions.clone());
+    let a = activation::tanh(gaussian_actions);
+    let corr = a.clone().mul(a).neg().add_scalar(1.0 + 1e-6).log().sum_dim(1).squeeze_dim(1);
+    lp - corr
+}
+
+/// Bernoulli `log_prob` summed over flags `[B]`; `actions` are 0/1 `[B, n]`.
+pub fn bernoulli_log_prob(logits: Tensor<2>, actions: Tensor<2>) -> Tensor<1> {
+    let lp1 = activation::log_sigmoid(logits.clone());
+    let lp0 = activation::log_sigmoid(logits.neg());
+    (actions.clone() * lp1 + actions.neg().add_scalar(1.0) * lp0).sum_dim(1).squeeze_dim(1)
+}
+
+/// Bernoulli entropy summed over flags `[B]`.
+pub fn bernoulli_entropy(logits: Tensor<2>) -> Tensor<1> {
+    let p = activation::sigmoid(logits.clone());
+    let lp1 = activation::log_sigmoid(logits.clone());
+    let lp0 = activation::log_sigmoid(logits.neg());
+    (p.clone() * lp1 + p.neg().add_scalar(1.0) * lp0).sum_dim(1).squeeze_dim(1).neg()
+}
+
+/// The distribution family for an action space (SB3's `make_proba_distribution`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DistKind {
+    /// Discrete(n).
+    Categorical {
+        /// Number of actions.
+        n: usize,
+        /// Smallest action value.
+        start: i64,
+    },
+    /// MultiDiscrete: independent categoricals.
+    MultiCategorical {
+        /// Sizes.
+        nvec: Vec<usize>,
+    },
+    /// MultiBinary: independent Bernoullis.
+    Bernoulli {
+        /// Number of flags.
+        n: usize,
+    },
+    /// Box: diagonal Gaussian with a state-independent `log_std` parameter.
+    DiagGaussian {
+        /// Action dimension.
+        dim: usize,
+    },
+    /// Box with tanh squashing (SAC).
+    SquashedDiagGaussian {
+        /// Action dimension.
+        dim: usize,
+    },
+}
+
+impl DistKind {
+    /// The family for `space` (Box → unsquashed Gaussian, as PPO/A2C).
+    pub fn for_space(space: &Space) -> Result<Self, String> {
+        Ok(match space {
+            Space::Discrete { n, start } => DistKind::Categorical { n: *n, start: *start },
+            Space::MultiDiscrete { nvec } => DistKind::MultiCategorical { nvec: nvec.clone() },
+            Space::MultiBinary { n } => DistKind::Bernoulli { n: *n },
+            Space::Box { low, .. } => DistKind::DiagGaussian { dim: low.len() },
+            other => return Err(format!("no action distribution for {}", other.describe())),
+        })
+    }
+
+    /// Number of network outputs (logits or means).
+    pub fn param_dim(&self) -> usize {
+        match self {
+            DistKind::Categorical { n, .. } => *n,
+            DistKind::MultiCategorical { nvec } => nvec.iter().sum(),
+            DistKind::Bernoulli { n } => *n,
+            DistKind::DiagGaussian { dim } | DistKind::SquashedDiagGaussian { dim } => *dim,
+        }
+    }
+
+    /// Whether the family has a `log_std` parameter.
+    pub fn is_gaussian(&self) -> bool {
+        matches!(self, DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. })
+    }
+
+    /// Log-probability `[B]` of raw `actions` `[B, act_dim]` given network outputs `params`
+    /// `[B, param_dim]` and, for Gaussians, `log_std` `[B, dim]` (or broadcastable `[1, dim]`).
+    pub fn log_prob(&self, params: Tensor<2>, log_std: Option<Tensor<2>>, actions: Tensor<2>) -> Tensor<1> {
+        match self {
+            DistKind::Categorical { start, .. } => {
+                let a = actions.sub_scalar(*start as f64).squeeze_dim::<1>(1).int();
+                categorical_log_prob(params, a)
+            }
+            DistKind::MultiCategorical { nvec } => {
+                let mut o = 0;
+                let mut total: Option<Tensor<1>> = None;
+                for (i, &n) in nvec.iter().enumerate() {
+                    let logits = params.clone().narrow(1, o, n);
+                    let a = actions.clone().narrow(1, i, 1).squeeze_dim::<1>(1).int();
+                    let lp = categorical_log_prob(logits, a);
+                    total = Some(match total {
+                        Some(t) => t + lp,
+                        None => lp,
+                    });
+                    o += n;
+                }
+                total.expect("at least one component")
+            }
+            DistKind::Bernoulli { .. } => bernoulli_log_prob(params, actions),
+            DistKind::DiagGaussian { .. } => {
+                let ls = log_std.expect("Gaussian needs log_std");
+                let ls = ls.expand(params.dims());
+                diag_gaussian_log_prob(params, ls, actions)
+            }
+            DistKind::SquashedDiagGaussian { .. } => {
+                let ls = log_std.expect("Gaussian needs log_std");
+                let ls = ls.expand(params.dims());
+                squashed_gaussian_log_prob(params, ls, actions)
+            }
+        }
+    }
+
+    /// Entropy `[B]`, or `None` where there is no closed form (squashed Gaussian).
+    pub fn entropy(&self, params: Tensor<2>, log_std: Option<Tensor<2>>) -> Option<Tensor<1>> {
+        Some(match self {
+            DistKind::Categorical { .. } => categorical_entropy(params),
+            DistKind::MultiCategorical { nvec } => {
+                let mut o = 0;
+                let mut total: Option<Tensor<1>> = None;
+                for &n in nvec {
+                    let e = categorical_entropy(params.clone().narrow(1, o, n));
+                    total = Some(match total {
+                        Some(t) => t + e,
+                        None => e,
+                    });
+                    o += n;
+                }
+                total.expect("at least one component")
+            }
+            DistKind::Bernoulli { .. } => bernoulli_entropy(params),
+            DistKind::DiagGaussian { .. } => diag_gaussian_entropy(log_std?.expand(params.dims())),
+            DistKind::SquashedDiagGaussian { .. } => return None,
+        })
+    }
+
+    /// Samples (or takes the mode, when `deterministic`) one action for each row of `params`
+    /// (`[B × param_dim]`, host memory), appending raw actions to `actions` and returning the
+    /// log-probabilities (f32 arithmetic, as the tensor path).
+    pub fn sample(&self, params: &[f32], log_std: &[f32], rng: &mut Rng, deterministic: bool, actions: &mut Vec<f32>) -> Vec<f32> {
+        let pd = self.param_dim();
+        let b = params.len() / pd.max(1);
+        let mut logps = Vec::with_capacity(b);
+        for row in params.chunks(pd) {
+            let lp = match self {
+                DistKind::Categorical { start, .. } => {
+                    let (a, lp) = sample_categorical(row, rng, deterministic);
+                    actions.push((a as i64 + start) as f32);
+                    lp
+                }
+                DistKind::MultiCategorical { nvec } => {
+                    let mut o = 0;
+                    let mut lp = 0.0;
+                    for &n in nvec {
+                        let (a, l) = sample_categorical(&row[o..o + n], rng, deterministic);
+                        actions.push(a as f32);
+                        lp += l;
+                        o += n;
+                    }
+                    lp
+                }
+                DistKind::Bernoulli { .. } => {
+                    let mut lp = 0.0;
+                    for &l in row {
+                        let p = 1.0 / (1.0 + (-(l as f64)).exp());
+                        let a = if deterministic { p > 0.5 } else { rng.uniform() < p };
+                        actions.push(a as u8 as f32);
+                        lp += log_sigmoid(if a { l } else { -l });
+                    }
+                    lp
+                }
+                DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. } => {
+                    let squash = matches!(self, DistKind::SquashedDiagGaussian { .. });
+                    let mut lp = 0.0f32;
+                    for (i, &mu) in row.iter().enumerate() {
+                        let ls = log_std[i % log_std.len()];
+                        let std = ls.exp();
+                        let u = if deterministic { mu } else { mu + std * rng.normal() as f32 };
+                        let z = (u - mu) / std;
+                        lp += -0.5 * z * z - ls - LOG_SQRT_2PI as f32;
+                        if squash {
+                            let a = u.tanh();
+                            lp -= (1.0 - a * a + 1e-6).ln();
+                            actions.push(a);
+                        } else {
+                            actions.push(u);
+                        }
+                    }
+                    lp
+                }
+            };
+            logps.push(lp);
+        }
+        logps
+    }
+}
+
+fn log_sigmoid(x: f32) -> f32 {
+    // Stable: min(x, 0) - log1p(exp(-|x|)).
+    x.min(0.0) - (-x.abs()).exp().ln_1p()
+}
+
+/// Samples from (or takes the argmax of) a categorical given logits; returns (index, log_prob).
+fn sample_categorical(logits: &[f32], rng: &mut Rng, deterministic: bool) -> (usize, f32) {
+    let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|&l| (l - max).exp()).sum();
+    let lse = max + sum.ln();
+    let a = if deterministic {
+        let mut best = 0;
+        for i in 1..logits.len() {
+            if logits[i] > logits[best] {
+                best = i;
+            }
+        }
+        best
+    } else {
+        let u = rng.uniform() as f32 * sum;
+        let mut acc = 0.0;
+        let mut pick = logits.len() - 1;
+        for (i, &l) in logits.iter().enumerate() {
+            acc += (l - max).exp();
+            if u < acc {
+                pick = i;
+                break;
+            }
+        }
+        pick
+    };
+    (a, logits[a] - lse)
+}

@@ -1,0 +1,32 @@
+//! rl-core: the shared machinery of the `rl` workspace.
+//!
+//! Spaces and Gymnasium-style environments with wrappers and vector envs; rollout and replay
+//! buffers; action distributions; networks with SB3's initialization; flat optimizers with
+//! global-norm clipping; schedules; the `Learner`/`Algorithm` traits; checkpoints; logging.
+#![warn(missing_docs)]
+
+pub mod algorithm;
+pub mod buffers;
+pub mod checker;
+pub mod checkpoint;
+pub mod device;
+pub mod distributions;
+pub mod env;
+pub mod logger;
+pub mod nn;
+pub mod optim;
+pub mod params;
+pub mod rng;
+pub mod schedule;
+pub mod spaces;
+pub mod vec_env;
+pub mod wrappers;
+
+pub use algorithm::{Algorithm, Callback, Control, EvalResult, Event, Learner, RlError, StopConditions};
+pub use env::{Env, EnvError, Info, Step};
+pub use rng::Rng;
+pub use spaces::Space;
+pub use vec_env::VecEnv;
+
+/// Re-export of burn, so downstream crates use the same version.
+pub use burn;

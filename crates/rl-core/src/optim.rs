@@ -1,0 +1,145 @@
+//! Optimizers over the flat parameter vector, with clipping by the global gradient norm.
+//!
+//! burn's `GradientClipping::Norm` clips each parameter tensor on its own; RL code (SB3's
+//! `clip_grad_norm_`, CleanRL) clips by the norm over *all* parameters. Working on one flat
+//! vector does that in a handful of tensor ops, keeps the optimizer state in walking order
+//! (see [`crate::params`]), and saves it without burn's random parameter ids.
+
+use crate::params::{flat_grads, sub_flat, to_vec1, TensorFileError, TensorMap};
+use burn::module::Module;
+use burn::tensor::{Device, Gradients, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+
+/// Which update rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Adam (torch defaults: betas 0.9/0.999).
+    Adam {
+        /// First-moment decay.
+        beta1: f64,
+        /// Second-moment decay.
+        beta2: f64,
+        /// Denominator epsilon.
+        eps: f64,
+    },
+    /// RMSprop as torch (not centered, no momentum): `v = alpha v + (1-alpha) g²`,
+    /// `p -= lr g / (sqrt(v) + eps)`.
+    RmsProp {
+        /// Smoothing constant.
+        alpha: f64,
+        /// Denominator epsilon.
+        eps: f64,
+    },
+}
+
+impl OptimizerKind {
+    /// Adam with torch's defaults and the given epsilon (SB3 PPO uses 1e-5).
+    pub fn adam(eps: f64) -> Self {
+        OptimizerKind::Adam { beta1: 0.9, beta2: 0.999, eps }
+    }
+}
+
+/// Result of one optimizer step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepStats {
+    /// Global L2 norm of the gradient before clipping.
+    pub grad_norm: f32,
+}
+
+/// A flat optimizer for one module.
+#[derive(Debug, Clone)]
+pub struct FlatOptimizer {
+    kind: OptimizerKind,
+    max_grad_norm: Option<f64>,
+    step: u64,
+    m: Option<Tensor<1>>,
+    v: Option<Tensor<1>>,
+}
+
+impl FlatOptimizer {
+    /// A new optimizer; `max_grad_norm` clips by the global norm when set.
+    pub fn new(kind: OptimizerKind, max_grad_norm: Option<f64>) -> Self {
+        Self { kind, max_grad_norm, step: 0, m: None, v: None }
+    }
+
+    /// Number of steps taken.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// One step: reads the module's gradients from `grads`, clips, updates, returns the module.
+    pub fn step<M: Module>(&mut self, lr: f64, module: M, grads: Gradients, device: &Device) -> (M, StepStats) {
+        let g = flat_grads(&module, grads, device);
+        let norm_t = g.clone().square().sum().sqrt();
+        let grad_norm = norm_t.clone().into_scalar::<f32>();
+        let g = match self.max_grad_norm {
+            // torch: coef = max_norm / (norm + 1e-6), applied when < 1.
+            Some(max) if (grad_norm as f64) > max => g.mul_scalar(max / (grad_norm as f64 + 1e-6)),
+            _ => g,
+        };
+        self.step += 1;
+        let delta = match self.kind {
+            OptimizerKind::Adam { beta1, beta2, eps } => {
+                let m = match self.m.take() {
+                    Some(m) => m.mul_scalar(beta1) + g.clone().mul_scalar(1.0 - beta1),
+                    None => g.clone().mul_scalar(1.0 - beta1),
+                };
+                let v = match self.v.take() {
+                    Some(v) => v.mul_scalar(beta2) + g.square().mul_scalar(1.0 - beta2),
+                    None => g.square().mul_scalar(1.0 - beta2),
+                };
+                let t = self.step as i32;
+                let bc1 = 1.0 - beta1.powi(t);
+                let bc2 = 1.0 - beta2.powi(t);
+                let denom = v.clone().sqrt().div_scalar(bc2.sqrt()).add_scalar(eps);
+                let delta = m.clone().div(denom).mul_scalar(lr / bc1);
+                self.m = Some(m);
+                self.v = Some(v);
+                delta
+            }
+            OptimizerKind::RmsProp { alpha, eps } => {
+                let v = match self.v.take() {
+                    Some(v) => v.mul_scalar(alpha) + g.clone().square().mul_scalar(1.0 - alpha),
+                    None => g.clone().square().mul_scalar(1.0 - alpha),
+                };
+                let delta = g.div(v.clone().sqrt().add_scalar(eps)).mul_scalar(lr);
+                self.v = Some(v);
+                delta
+            }
+        };
+        (sub_flat(module, delta), StepStats { grad_norm })
+    }
+
+    /// The state as named tensors (`prefix.m`, `prefix.v`) plus the step count.
+    pub fn save(&self, prefix: &str, map: &mut TensorMap) -> u64 {
+        for (name, t) in [("m", &self.m), ("v", &self.v)] {
+            if let Some(t) = t {
+                let d = to_vec1(t.clone());
+                map.insert(format!("{prefix}.{name}"), vec![d.len()], d);
+            }
+        }
+        self.step
+    }
+
+    /// Restores what [`save`](Self::save) wrote, for a model of `n_params` parameters.
+    pub fn load(&mut self, prefix: &str, map: &mut TensorMap, steps: u64, n_params: usize, file: &str, device: &Device) -> Result<(), TensorFileError> {
+        self.step = steps;
+        let dev = device.clone().inner();
+        let mut get = |name: &str| -> Result<Option<Tensor<1>>, TensorFileError> {
+            let key = format!("{prefix}.{name}");
+            if !map.0.contains_key(&key) {
+                return Ok(None);
+            }
+            let d = map.take(&key, &[n_params], file)?;
+            Ok(Some(Tensor::from_data(TensorData::new(d, [n_params]), &dev)))
+        };
+        self.m = get("m")?;
+        self.v = get("v")?;
+        let needs_m = matches!(self.kind, OptimizerKind::Adam { .. });
+        if steps > 0 && (self.v.is_none() || (needs_m && self.m.is_none())) {
+            return Err(TensorFileError::Tensor { file: file.into(), name: format!("{prefix}.v"), reason: "optimizer state missing for a run that has taken steps".into() });
+        }
+        Ok(())
+    }
+}

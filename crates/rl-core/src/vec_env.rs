@@ -1,0 +1,254 @@
+//! Vectorized environments with SB3-style same-step auto-reset.
+//!
+//! When env `i` ends an episode in `step`, its true last observation is kept in
+//! [`VecEnv::final_obs`] (so truncation can be bootstrapped from it), the env is reset and
+//! [`VecEnv::obs`] holds the first observation of the next episode.
+
+use crate::env::{check_action, Env, EnvError, Info, EPISODE_LENGTH, EPISODE_RETURN};
+use crate::spaces::Space;
+
+/// A finished episode, as reported by `RecordEpisodeStatistics`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpisodeStats {
+    /// Index of the env that finished it.
+    pub env: usize,
+    /// Undiscounted return.
+    pub ret: f64,
+    /// Number of steps.
+    pub len: usize,
+}
+
+/// `n` copies of an env stepped together, on the calling thread or on `threads` threads; the
+/// results do not depend on the number of threads.
+pub struct VecEnv {
+    envs: Vec<Box<dyn Env>>,
+    threads: usize,
+    obs_dim: usize,
+    act_dim: usize,
+    obs: Vec<f32>,
+    final_obs: Vec<f32>,
+    rewards: Vec<f64>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    infos: Vec<Info>,
+    episodes: Vec<EpisodeStats>,
+    needs_reset: bool,
+}
+
+struct Slot<'a> {
+    env: &'a mut Box<dyn Env>,
+    action: &'a [f32],
+    obs: &'a mut [f32],
+    final_obs: &'a mut [f32],
+    reward: &'a mut f64,
+    terminated: &'a mut bool,
+    truncated: &'a mut bool,
+    info: &'a mut Info,
+}
+
+fn check_obs(env: &dyn Env, obs: &[f32], when: &str) -> Result<(), EnvError> {
+    if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
+        return Err(EnvError::BadOutput {
+            env: env.id().to_string(),
+            reason: format!("observation element {i} is {} after {when}", obs[i]),
+        });
+    }
+    Ok(())
+}
+
+fn step_slot(s: Slot<'_>) -> Result<(), EnvError> {
+    check_action(s.env.id(), s.env.action_space(), s.action)?;
+    let st = s.env.step(s.action, s.obs)?;
+    check_obs(s.env.as_ref(), s.obs, "step")?;
+    if !st.reward.is_finite() {
+        return Err(EnvError::BadOutput {
+            env: s.env.id().to_string(),
+            reason: format!("reward is {} after step", st.reward),
+        });
+    }
+    *s.reward = st.reward;
+    *s.terminated = st.terminated;
+    *s.truncated = st.truncated;
+    *s.info = st.info;
+    if st.terminated || st.truncated {
+        s.final_obs.copy_from_slice(s.obs);
+        let reset_info = s.env.reset(None, s.obs)?;
+        check_obs(s.env.as_ref(), s.obs, "reset")?;
+        // Keep the ending step's info; reset info keys would shadow it otherwise.
+        for (k, v) in reset_info {
+            s.info.entry(format!("reset/{k}")).or_insert(v);
+        }
+    }
+    Ok(())
+}
+
+impl VecEnv {
+    /// Steps `envs` on the calling thread.
+    pub fn new(envs: Vec<Box<dyn Env>>) -> Result<Self, EnvError> {
+        Self::with_threads(envs, 1)
+    }
+
+    /// Steps `envs` on up to `threads` threads (chunks of consecutive envs).
+    pub fn with_threads(envs: Vec<Box<dyn Env>>, threads: usize) -> Result<Self, EnvError> {
+        let first = envs.first().ok_or_else(|| EnvError::Make("a vector env needs at least one env".into()))?;
+        let (os, acs) = (first.observation_space().clone(), first.action_space().clone());
+        for e in &envs[1..] {
+            if e.observation_space() != &os || e.action_space() != &acs {
+                return Err(EnvError::Make(format!("all envs of a vector env must share spaces; {} differs", e.id())));
+            }
+        }
+        let n = envs.len();
+        let (obs_dim, act_dim) = (os.raw_dim(), acs.raw_dim());
+        Ok(Self {
+            envs,
+            threads: threads.max(1),
+            obs_dim,
+            act_dim,
+            obs: vec![0.0; n * obs_dim],
+            final_obs: vec![0.0; n * obs_dim],
+            rewards: vec![0.0; n],
+            terminated: vec![false; n],
+            truncated: vec![false; n],
+            infos: vec![Info::new(); n],
+            episodes: Vec::new(),
+            needs_reset: true,
+        })
+    }
+
+    /// Number of envs.
+    pub fn num_envs(&self) -> usize {
+        self.envs.len()
+    }
+    /// Observation space of each env.
+    pub fn observation_space(&self) -> &Space {
+        self.envs[0].observation_space()
+    }
+    /// Action space of each env.
+    pub fn action_space(&self) -> &Space {
+        self.envs[0].action_space()
+    }
+    /// Raw observation length.
+    pub fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+    /// Raw action length.
+    pub fn act_dim(&self) -> usize {
+        self.act_dim
+    }
+    /// The envs, e.g. to read wrapper statistics.
+    pub fn envs(&self) -> &[Box<dyn Env>] {
+        &self.envs
+    }
+    /// Mutable access to the envs.
+    pub fn envs_mut(&mut self) -> &mut [Box<dyn Env>] {
+        &mut self.envs
+    }
+
+    /// Resets every env; env `i` gets `seed + i` when a seed is given.
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], EnvError> {
+        let d = self.obs_dim;
+        for (i, (env, obs)) in self.envs.iter_mut().zip(self.obs.chunks_mut(d)).enumerate() {
+            self.infos[i] = env.reset(seed.map(|s| s.wrapping_add(i as u64)), obs)?;
+            check_obs(env.as_ref(), obs, "reset")?;
+        }
+        self.needs_reset = false;
+        Ok(&self.obs)
+    }
+
+    /// Steps every env with its action (`actions` is `[n_envs × act_dim]`, raw encoding).
+    pub fn step(&mut self, actions: &[f32]) -> Result<(), EnvError> {
+        if self.needs_reset {
+            return Err(EnvError::NeedsReset { env: self.envs[0].id().to_string(), reason: "VecEnv::step called before reset".into() });
+        }
+        let n = self.envs.len();
+        if actions.len() != n * self.act_dim {
+            return Err(EnvError::InvalidAction {
+                env: self.envs[0].id().to_string(),
+                action: actions.to_vec(),
+                reason: format!("expected {} values ({n} envs × {}), got {}", n * self.act_dim, self.act_dim, actions.len()),
+            });
+        }
+        let (d, a) = (self.obs_dim, self.act_dim);
+        let slots = self
+            .envs
+            .iter_mut()
+            .zip(actions.chunks(a.max(1)))
+            .zip(self.obs.chunks_mut(d).zip(self.final_obs.chunks_mut(d)))
+            .zip(self.rewards.iter_mut().zip(self.terminated.iter_mut().zip(self.truncated.iter_mut())))
+            .zip(self.infos.iter_mut())
+            .map(|((((env, action), (obs, final_obs)), (reward, (terminated, truncated))), info)| Slot {
+                env,
+                action: if a == 0 { &[] } else { action },
+                obs,
+                final_obs,
+                reward,
+                terminated,
+                truncated,
+                info,
+            });
+        let threads = self.threads.min(n);
+        let result = if threads <= 1 {
+            slots.map(step_slot).collect::<Result<(), _>>()
+        } else {
+            let mut slots: Vec<Slot<'_>> = slots.collect();
+            let per = n.div_ceil(threads);
+            let mut groups = Vec::new();
+            while !slots.is_empty() {
+                let rest = slots.split_off(per.min(slots.len()));
+                groups.push(std::mem::replace(&mut slots, rest));
+            }
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = groups
+                    .into_iter()
+                    .map(|g| sc.spawn(move || g.into_iter().map(step_slot).collect::<Result<(), _>>()))
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("env thread panicked")).collect::<Result<(), _>>()
+            })
+        };
+        if let Err(e) = result {
+            self.needs_reset = true;
+            return Err(e);
+        }
+        for i in 0..n {
+            if self.terminated[i] || self.truncated[i] {
+                if let (Some(&r), Some(&l)) = (self.infos[i].get(EPISODE_RETURN), self.infos[i].get(EPISODE_LENGTH)) {
+                    self.episodes.push(EpisodeStats { env: i, ret: r, len: l as usize });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Current observations `[n_envs × obs_dim]` (after auto-reset for finished envs).
+    pub fn obs(&self) -> &[f32] {
+        &self.obs
+    }
+    /// True last observation of env `i`'s episode; valid when it ended in the last step.
+    pub fn final_obs(&self, i: usize) -> &[f32] {
+        &self.final_obs[i * self.obs_dim..(i + 1) * self.obs_dim]
+    }
+    /// Rewards of the last step.
+    pub fn rewards(&self) -> &[f64] {
+        &self.rewards
+    }
+    /// `terminated` flags of the last step.
+    pub fn terminated(&self) -> &[bool] {
+        &self.terminated
+    }
+    /// `truncated` flags of the last step.
+    pub fn truncated(&self) -> &[bool] {
+        &self.truncated
+    }
+    /// Infos of the last step.
+    pub fn infos(&self) -> &[Info] {
+        &self.infos
+    }
+    /// Episodes finished since the last call (needs `RecordEpisodeStatistics` in the envs).
+    pub fn drain_episodes(&mut self) -> Vec<EpisodeStats> {
+        std::mem::take(&mut self.episodes)
+    }
+    /// Switches normalizing wrappers of every env between training and frozen statistics.
+    pub fn set_training(&mut self, training: bool) {
+        self.envs.iter_mut().for_each(|e| e.set_training(training));
+    }
+}

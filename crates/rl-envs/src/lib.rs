@@ -1,0 +1,106 @@
+//! Built-in environments, ports of Gymnasium 1.x that match its trajectories exactly (see the
+//! conformance test), and the registry behind [`make`].
+#![warn(missing_docs)]
+
+pub mod classic;
+pub mod toy_text;
+
+use rl_core::env::{check_kwargs, Env, EnvError, Kwargs, Registry};
+use rl_core::wrappers::MaskObservation;
+
+fn no_kwargs<E: Env + Default + 'static>(id: &str, kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    check_kwargs(id, kw, &["render_mode"])?;
+    Ok(Box::new(E::default()))
+}
+
+/// The registry of built-in envs (ids as Gymnasium; time limits as Gymnasium's registrations).
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register("CartPole-v1", |kw| no_kwargs::<classic::CartPole>("CartPole-v1", kw), Some(500));
+    r.register("Pendulum-v1", |kw| no_kwargs::<classic::Pendulum>("Pendulum-v1", kw), Some(200));
+    r.register("MountainCar-v0", |kw| no_kwargs::<classic::MountainCar>("MountainCar-v0", kw), Some(200));
+    r.register("MountainCarContinuous-v0", |kw| no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuous-v0", kw), Some(999));
+    r.register("Acrobot-v1", |kw| no_kwargs::<classic::Acrobot>("Acrobot-v1", kw), Some(500));
+    r.register("FrozenLake-v1", toy_text::frozen_lake_from_kwargs, Some(100));
+    r.register("FrozenLake8x8-v1", |kw| {
+        let mut kw = kw.clone();
+        kw.entry("map_name".into()).or_insert("8x8".into());
+        toy_text::frozen_lake_from_kwargs(&kw)
+    }, Some(200));
+    r.register("CliffWalking-v1", |kw| {
+        check_kwargs("CliffWalking-v1", kw, &["render_mode"])?;
+        Ok(Box::new(toy_text::cliff_walking()))
+    }, None);
+    r.register("Taxi-v3", |kw| {
+        check_kwargs("Taxi-v3", kw, &["render_mode"])?;
+        Ok(Box::new(toy_text::taxi()))
+    }, Some(200));
+    // Velocity-masked POMDPs (rl-baselines3-zoo's MaskVelocityWrapper).
+    r.register("CartPoleNoVel-v1", |kw| Ok(Box::new(MaskObservation::new(no_kwargs::<classic::CartPole>("CartPoleNoVel-v1", kw)?, vec![1, 3], "CartPoleNoVel-v1"))), Some(500));
+    r.register("PendulumNoVel-v1", |kw| Ok(Box::new(MaskObservation::new(no_kwargs::<classic::Pendulum>("PendulumNoVel-v1", kw)?, vec![2], "PendulumNoVel-v1"))), Some(200));
+    r.register("MountainCarContinuousNoVel-v0", |kw| {
+        Ok(Box::new(MaskObservation::new(no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuousNoVel-v0", kw)?, vec![1], "MountainCarContinuousNoVel-v0")))
+    }, Some(999));
+    r
+}
+
+/// `gymnasium.make(id, **kwargs)` for the built-in envs (with the registered TimeLimit).
+pub fn make(id: &str, kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    registry().make(id, kwargs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rl_core::checker::check_env;
+
+    #[test]
+    fn every_builtin_passes_the_checker() {
+        for id in registry().ids() {
+            let mut env = make(id, &Kwargs::new()).unwrap();
+            let r = check_env(env.as_mut(), 300);
+            assert!(r.ok(), "{id}: {:?}", r.errors);
+        }
+    }
+
+    #[test]
+    fn make_errors_name_the_problem() {
+        let e = make("CartPole-v9", &Kwargs::new()).err().unwrap().to_string();
+        assert!(e.contains("CartPole-v9") && e.contains("CartPole-v1"), "{e}");
+        let kw: Kwargs = [("colour".to_string(), serde_json::json!(1))].into_iter().collect();
+        let e = make("CartPole-v1", &kw).err().unwrap().to_string();
+        assert!(e.contains("colour"), "{e}");
+        let kw: Kwargs = [("is_slippery".to_string(), serde_json::json!("yes"))].into_iter().collect();
+        let e = make("FrozenLake-v1", &kw).err().unwrap().to_string();
+        assert!(e.contains("is_slippery"), "{e}");
+    }
+
+    #[test]
+    fn novel_variants_zero_velocities_and_keep_shape() {
+        let mut env = make("CartPoleNoVel-v1", &Kwargs::new()).unwrap();
+        let mut obs = vec![9.0; 4];
+        env.reset(Some(0), &mut obs).unwrap();
+        for _ in 0..5 {
+            env.step(&[1.0], &mut obs).unwrap();
+            assert_eq!((obs[1], obs[3]), (0.0, 0.0));
+            assert!(obs[0] != 0.0 && obs[2] != 0.0);
+        }
+    }
+
+    #[test]
+    fn taxi_and_cliff_semantics() {
+        let mut cliff = toy_text::cliff_walking();
+        let mut obs = [0.0f32];
+        cliff.reset(Some(0), &mut obs).unwrap();
+        assert_eq!(obs[0], 36.0);
+        let s = cliff.step(&[1.0], &mut obs).unwrap(); // RIGHT into the cliff
+        assert_eq!((s.reward, s.terminated, obs[0]), (-100.0, false, 36.0));
+        let mut taxi = toy_text::taxi();
+        taxi.reset(Some(3), &mut obs).unwrap();
+        let s0 = obs[0] as usize;
+        let (pass, dest) = ((s0 / 4) % 5, s0 % 4);
+        assert!(pass < 4 && pass != dest);
+        let s = taxi.step(&[5.0], &mut obs).unwrap(); // illegal dropoff
+        assert_eq!(s.reward, -10.0);
+    }
+}
