@@ -43,7 +43,7 @@ pub fn diag_gaussian_entropy(log_std: Tensor<2>) -> Tensor<1> {
 pub fn squashed_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, gaussian_actions: Tensor<2>) -> Tensor<1> {
     let lp = diag_gaussian_log_prob(mean, log_std, gaussian_actions.clone());
     let a = activation::tanh(gaussian_actions);
-    let corr = a.clone().mul(a).neg().add_scalar(1.0 + 1e-6).log().sum_dim(1).squeeze_dim(1);
+    let corr = a.clone().mul(a).neg().add_scalar(1.0).add_scalar(1e-6).log().sum_dim(1).squeeze_dim(1);
     lp - corr
 }
 
@@ -227,7 +227,7 @@ impl DistKind {
                         lp += -0.5 * z * z - ls - LOG_SQRT_2PI as f32;
                         if squash {
                             let a = u.tanh();
-                            lp -= (1.0 - a * a + 1e-6).ln();
+                            lp -= ((1.0 - a * a) + 1e-6).ln();
                             actions.push(a);
                         } else {
                             actions.push(u);

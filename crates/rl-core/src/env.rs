@@ -120,6 +120,21 @@ pub trait Env: Send {
     }
     /// Switches normalizing wrappers between updating their statistics (training) and not.
     fn set_training(&mut self, _training: bool) {}
+    /// Everything needed to continue this env exactly where it is (state, generator, wrapper
+    /// counters), for bit-identical resume from a checkpoint.
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Err(EnvError::Unsupported { env: self.id().to_string(), what: "snapshot (needed to save a resumable checkpoint)".into() })
+    }
+    /// Restores a [`snapshot`](Env::snapshot).
+    fn restore(&mut self, _snapshot: &serde_json::Value) -> Result<(), EnvError> {
+        Err(EnvError::Unsupported { env: self.id().to_string(), what: "restore".into() })
+    }
+}
+
+/// Reads field `key` of a snapshot, with an error naming the env and the field.
+pub fn snap_field<T: serde::de::DeserializeOwned>(env: &str, snap: &serde_json::Value, key: &str) -> Result<T, EnvError> {
+    let v = snap.get(key).ok_or_else(|| EnvError::InvalidState { env: env.to_string(), reason: format!("snapshot lacks field {key:?}") })?;
+    serde_json::from_value(v.clone()).map_err(|e| EnvError::InvalidState { env: env.to_string(), reason: format!("snapshot field {key:?}: {e}") })
 }
 
 impl Env for Box<dyn Env> {
@@ -155,6 +170,12 @@ impl Env for Box<dyn Env> {
     }
     fn set_training(&mut self, training: bool) {
         (**self).set_training(training)
+    }
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        (**self).snapshot()
+    }
+    fn restore(&mut self, snapshot: &serde_json::Value) -> Result<(), EnvError> {
+        (**self).restore(snapshot)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod device;
 pub mod distributions;
 pub mod env;
 pub mod logger;
+pub mod losses;
 pub mod nn;
 pub mod optim;
 pub mod params;

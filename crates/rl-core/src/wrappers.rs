@@ -1,6 +1,7 @@
 //! Gymnasium's standard wrappers.
 
-use crate::env::{check_action, Env, EnvError, Info, Step, EPISODE_LENGTH, EPISODE_RETURN};
+use crate::env::{check_action, snap_field, Env, EnvError, Info, Step, EPISODE_LENGTH, EPISODE_RETURN};
+use serde_json::json;
 use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,10 @@ macro_rules! delegate {
         fn save_stats(&self) -> Vec<serde_json::Value> { self.inner.save_stats() }
         fn load_stats(&mut self, s: &[serde_json::Value]) -> Result<(), EnvError> { self.inner.load_stats(s) }
         fn set_training(&mut self, t: bool) { self.inner.set_training(t) }
+    };
+    (@one snap) => {
+        fn snapshot(&self) -> Result<serde_json::Value, EnvError> { self.inner.snapshot() }
+        fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> { self.inner.restore(s) }
     };
     ($($m:ident),*) => { $(delegate!(@one $m);)* };
 }
@@ -36,6 +41,13 @@ impl<E: Env> TimeLimit<E> {
 
 impl<E: Env> Env for TimeLimit<E> {
     delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"elapsed": self.elapsed, "inner": self.inner.snapshot()?}))
+    }
+    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+        self.elapsed = snap_field(self.inner.id(), s, "elapsed")?;
+        self.inner.restore(&s["inner"])
+    }
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.elapsed = 0;
         self.inner.reset(seed, obs)
@@ -68,6 +80,14 @@ impl<E: Env> RecordEpisodeStatistics<E> {
 
 impl<E: Env> Env for RecordEpisodeStatistics<E> {
     delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"ret": self.ret, "len": self.len, "inner": self.inner.snapshot()?}))
+    }
+    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+        self.ret = snap_field(self.inner.id(), s, "ret")?;
+        self.len = snap_field(self.inner.id(), s, "len")?;
+        self.inner.restore(&s["inner"])
+    }
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.ret = 0.0;
         self.len = 0;
@@ -104,7 +124,7 @@ impl<E: Env> ClipAction<E> {
 }
 
 impl<E: Env> Env for ClipAction<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    delegate!(id, observation_space, action_space, state, set_state, render, stats, snap);
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
@@ -139,7 +159,7 @@ impl<E: Env> RescaleAction<E> {
 }
 
 impl<E: Env> Env for RescaleAction<E> {
-    delegate!(id, observation_space, state, set_state, render, stats);
+    delegate!(id, observation_space, state, set_state, render, stats, snap);
     fn action_space(&self) -> &Space {
         &self.space
     }
@@ -176,7 +196,7 @@ impl<E: Env> TransformReward<E> {
 }
 
 impl<E: Env> Env for TransformReward<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    delegate!(id, observation_space, action_space, state, set_state, render, stats, snap);
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
@@ -236,7 +256,7 @@ fn concat_bounds<'a>(it: impl Iterator<Item = &'a Space>) -> (Vec<f32>, Vec<f32>
 }
 
 impl<E: Env> Env for FlattenObservation<E> {
-    delegate!(id, action_space, state, set_state, render, stats);
+    delegate!(id, action_space, state, set_state, render, stats, snap);
     fn observation_space(&self) -> &Space {
         &self.space
     }
@@ -272,7 +292,7 @@ impl<E: Env> MaskObservation<E> {
 }
 
 impl<E: Env> Env for MaskObservation<E> {
-    delegate!(observation_space, action_space, state, set_state, render, stats);
+    delegate!(observation_space, action_space, state, set_state, render, stats, snap);
     fn id(&self) -> &str {
         &self.id
     }
@@ -316,6 +336,17 @@ impl<E: Env> FrameStack<E> {
 
 impl<E: Env> Env for FrameStack<E> {
     delegate!(id, action_space, state, set_state, render, stats);
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"frames": self.frames, "inner": self.inner.snapshot()?}))
+    }
+    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+        let f: Vec<f32> = snap_field(self.inner.id(), s, "frames")?;
+        if f.len() != self.frames.len() {
+            return Err(EnvError::InvalidState { env: self.inner.id().into(), reason: format!("FrameStack snapshot has {} values, expected {}", f.len(), self.frames.len()) });
+        }
+        self.frames = f;
+        self.inner.restore(&s["inner"])
+    }
     fn observation_space(&self) -> &Space {
         &self.space
     }
@@ -435,6 +466,15 @@ impl<E: Env> Env for NormalizeObservation<E> {
         self.training = training;
         self.inner.set_training(training);
     }
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
+    }
+    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+        let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
+        self.load_stats(&stats)?;
+        self.training = snap_field(self.inner.id(), s, "training")?;
+        self.inner.restore(&s["inner"])
+    }
 }
 
 /// Scales rewards by the running standard deviation of the discounted return (Gymnasium's
@@ -484,5 +524,14 @@ impl<E: Env> Env for NormalizeReward<E> {
     fn set_training(&mut self, training: bool) {
         self.training = training;
         self.inner.set_training(training);
+    }
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
+    }
+    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+        let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
+        self.load_stats(&stats)?;
+        self.training = snap_field(self.inner.id(), s, "training")?;
+        self.inner.restore(&s["inner"])
     }
 }

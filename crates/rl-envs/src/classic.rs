@@ -2,7 +2,8 @@
 //! Acrobot-v1 — ports of Gymnasium 1.x that reproduce its float64/float32 arithmetic
 //! operation by operation (see `../shared/ref/README.md`).
 
-use rl_core::env::{check_action, Env, EnvError, Info, Step};
+use rl_core::env::{check_action, snap_field, Env, EnvError, Info, Step};
+use serde_json::{json, Value};
 use rl_core::{Rng, Space};
 use std::f64::consts::PI;
 
@@ -90,6 +91,16 @@ impl CartPole {
 }
 
 impl Env for CartPole {
+    fn snapshot(&self) -> Result<Value, EnvError> {
+        Ok(json!({"state": self.state, "rng": self.rng, "steps_beyond_terminated": self.steps_beyond_terminated}))
+    }
+    fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
+        let id = self.id().to_string();
+        self.state = snap_field(&id, s, "state")?;
+        self.rng = snap_field(&id, s, "rng")?;
+        self.steps_beyond_terminated = snap_field(&id, s, "steps_beyond_terminated")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         "CartPole-v1"
     }
@@ -163,6 +174,16 @@ impl Pendulum {
 }
 
 impl Env for Pendulum {
+    fn snapshot(&self) -> Result<Value, EnvError> {
+        Ok(json!({"th": self.th, "thdot": self.thdot, "rng": self.rng}))
+    }
+    fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
+        let id = self.id().to_string();
+        self.th = snap_field(&id, s, "th")?;
+        self.thdot = snap_field(&id, s, "thdot")?;
+        self.rng = snap_field(&id, s, "rng")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         "Pendulum-v1"
     }
@@ -235,6 +256,16 @@ impl MountainCar {
 }
 
 impl Env for MountainCar {
+    fn snapshot(&self) -> Result<Value, EnvError> {
+        Ok(json!({"pos": self.pos, "vel": self.vel, "rng": self.rng}))
+    }
+    fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
+        let id = self.id().to_string();
+        self.pos = snap_field(&id, s, "pos")?;
+        self.vel = snap_field(&id, s, "vel")?;
+        self.rng = snap_field(&id, s, "rng")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         "MountainCar-v0"
     }
@@ -311,6 +342,17 @@ impl MountainCarContinuous {
 }
 
 impl Env for MountainCarContinuous {
+    fn snapshot(&self) -> Result<Value, EnvError> {
+        Ok(json!({"pos": self.pos, "vel": self.vel, "state_is_f32": self.state_is_f32, "rng": self.rng}))
+    }
+    fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
+        let id = self.id().to_string();
+        self.pos = snap_field(&id, s, "pos")?;
+        self.vel = snap_field(&id, s, "vel")?;
+        self.state_is_f32 = snap_field(&id, s, "state_is_f32")?;
+        self.rng = snap_field(&id, s, "rng")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         "MountainCarContinuous-v0"
     }
@@ -449,6 +491,15 @@ impl Acrobot {
 }
 
 impl Env for Acrobot {
+    fn snapshot(&self) -> Result<Value, EnvError> {
+        Ok(json!({"s": self.s, "rng": self.rng}))
+    }
+    fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
+        let id = self.id().to_string();
+        self.s = snap_field(&id, s, "s")?;
+        self.rng = snap_field(&id, s, "rng")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         "Acrobot-v1"
     }

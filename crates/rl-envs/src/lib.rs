@@ -64,6 +64,40 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_restore_continues_identically() {
+        for id in registry().ids() {
+            let mut a = make(id, &Kwargs::new()).unwrap();
+            let mut b = make(id, &Kwargs::new()).unwrap();
+            let space = a.action_space().clone();
+            let mut rng = rl_core::Rng::seed_from(5);
+            let (mut oa, mut ob) = (vec![0.0; a.observation_space().raw_dim()], vec![0.0; b.observation_space().raw_dim()]);
+            a.reset(Some(11), &mut oa).unwrap();
+            for _ in 0..37 {
+                let mut act = Vec::new();
+                space.sample(&mut rng, &mut act);
+                let s = a.step(&act, &mut oa).unwrap();
+                if s.terminated || s.truncated {
+                    a.reset(None, &mut oa).unwrap();
+                }
+            }
+            b.restore(&a.snapshot().unwrap()).unwrap();
+            ob.copy_from_slice(&oa);
+            for t in 0..300 {
+                let mut act = Vec::new();
+                space.sample(&mut rng, &mut act);
+                let sa = a.step(&act, &mut oa).unwrap();
+                let sb = b.step(&act, &mut ob).unwrap();
+                assert_eq!((sa.reward, sa.terminated, sa.truncated, &oa), (sb.reward, sb.terminated, sb.truncated, &ob), "{id} step {t}");
+                if sa.terminated || sa.truncated {
+                    a.reset(None, &mut oa).unwrap();
+                    b.reset(None, &mut ob).unwrap();
+                    assert_eq!(oa, ob, "{id} reset after step {t}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn make_errors_name_the_problem() {
         let e = make("CartPole-v9", &Kwargs::new()).err().unwrap().to_string();
         assert!(e.contains("CartPole-v9") && e.contains("CartPole-v1"), "{e}");

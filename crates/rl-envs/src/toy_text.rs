@@ -1,7 +1,7 @@
 //! Toy text: FrozenLake-v1, CliffWalking-v1, Taxi-v3, as tabular MDPs with Gymnasium's
 //! transition tables and sampling (`argmax(cumsum(probs) > u)`).
 
-use rl_core::env::{check_action, Env, EnvError, Info, Kwargs, Step};
+use rl_core::env::{check_action, snap_field, Env, EnvError, Info, Kwargs, Step};
 use rl_core::{Rng, Space};
 
 /// `(probability, next_state, reward, terminated)`.
@@ -63,6 +63,19 @@ impl TabularEnv {
 }
 
 impl Env for TabularEnv {
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Ok(serde_json::json!({"s": self.s, "last_action": self.last_action, "rng": self.rng}))
+    }
+    fn restore(&mut self, snap: &serde_json::Value) -> Result<(), EnvError> {
+        let s: usize = snap_field(&self.id, snap, "s")?;
+        if s >= self.p.len() {
+            return Err(EnvError::InvalidState { env: self.id.clone(), reason: format!("state {s} out of range") });
+        }
+        self.s = s;
+        self.last_action = snap_field(&self.id, snap, "last_action")?;
+        self.rng = snap_field(&self.id, snap, "rng")?;
+        Ok(())
+    }
     fn id(&self) -> &str {
         &self.id
     }
