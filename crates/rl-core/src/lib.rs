@@ -9,6 +9,7 @@ pub mod algorithm;
 pub mod buffers;
 pub mod checker;
 pub mod checkpoint;
+pub mod config;
 pub mod device;
 pub mod distributions;
 pub mod env;

@@ -89,6 +89,8 @@ pub struct MlpConfig {
     pub activation: Activation,
     /// Orthogonal gain of the output layer (SB3: 0.01 policy, 1 value).
     pub output_gain: f64,
+    /// Orthogonal gain of the hidden layers (SB3: `sqrt(2)`).
+    pub hidden_gain: f64,
 }
 
 impl MlpConfig {
@@ -97,7 +99,7 @@ impl MlpConfig {
         let mut layers = Vec::new();
         let mut d = self.d_input;
         for &h in &self.hidden {
-            layers.push(linear_orthogonal(d, h, self.activation.hidden_gain(), rng, device));
+            layers.push(linear_orthogonal(d, h, self.hidden_gain, rng, device));
             d = h;
         }
         let output = self.d_output.map(|o| linear_orthogonal(d, o, self.output_gain, rng, device));

@@ -453,14 +453,14 @@ impl<E: Env> Env for NormalizeObservation<E> {
     }
     fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
         let bad = |reason: String| EnvError::InvalidState { env: self.inner.id().to_string(), reason };
-        let first = stats.first().ok_or_else(|| bad("missing NormalizeObservation statistics".into()))?;
+        let first = stats.iter().find(|v| v.get("NormalizeObservation").is_some()).ok_or_else(|| bad("missing NormalizeObservation statistics".into()))?;
         let rms: RunningMeanStd = serde_json::from_value(first.get("NormalizeObservation").cloned().unwrap_or_default())
             .map_err(|e| bad(format!("NormalizeObservation statistics: {e}")))?;
         if rms.mean.len() != self.rms.mean.len() || rms.var.len() != self.rms.var.len() {
             return Err(bad(format!("NormalizeObservation statistics have {} elements, expected {}", rms.mean.len(), self.rms.mean.len())));
         }
         self.rms = rms;
-        self.inner.load_stats(&stats[1..])
+        self.inner.load_stats(stats)
     }
     fn set_training(&mut self, training: bool) {
         self.training = training;
@@ -515,11 +515,11 @@ impl<E: Env> Env for NormalizeReward<E> {
     }
     fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
         let bad = |reason: String| EnvError::InvalidState { env: self.inner.id().to_string(), reason };
-        let first = stats.first().ok_or_else(|| bad("missing NormalizeReward statistics".into()))?;
+        let first = stats.iter().find(|v| v.get("NormalizeReward").is_some()).ok_or_else(|| bad("missing NormalizeReward statistics".into()))?;
         self.rms = serde_json::from_value(first.get("NormalizeReward").cloned().unwrap_or_default())
             .map_err(|e| bad(format!("NormalizeReward statistics: {e}")))?;
         self.discounted = first.get("discounted").and_then(|v| v.as_f64()).unwrap_or(0.0);
-        self.inner.load_stats(&stats[1..])
+        self.inner.load_stats(stats)
     }
     fn set_training(&mut self, training: bool) {
         self.training = training;

@@ -1,0 +1,146 @@
+//! The run configuration (the seed's YAML format) and strict parsing helpers: unknown keys and
+//! wrong types are errors that name the key (with its path) and list the allowed keys.
+
+use crate::env::Kwargs;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Observation/reward normalization wrappers for the training envs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NormalizeConfig {
+    /// Normalize observations with running statistics.
+    pub obs: bool,
+    /// Scale rewards by the running std of the discounted return.
+    pub reward: bool,
+}
+
+/// A training run, as in `examples/configs/*.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Algorithm name (`ppo`, …).
+    pub algorithm: String,
+    /// Environment id (`CartPole-v1`, …).
+    pub env_id: String,
+    /// Keyword arguments for the env (`gymnasium.make(id, **env_kwargs)`).
+    #[serde(default)]
+    pub env_kwargs: Kwargs,
+    /// Env-step budget.
+    pub total_timesteps: u64,
+    /// Number of parallel envs.
+    #[serde(default = "one", alias = "num_env_runners", alias = "num_envs")]
+    pub n_envs: usize,
+    /// Threads stepping the envs (1: on the training thread).
+    #[serde(default = "one")]
+    pub vec_env_threads: usize,
+    /// Run seed: weights, action sampling, minibatches and env seeds derive from it.
+    #[serde(default)]
+    pub seed: u64,
+    /// `flex`, `wgpu[:N]` or `cuda[:N]`.
+    #[serde(default = "flex")]
+    pub device: String,
+    /// Evaluate every this many env steps (0: only at the end).
+    #[serde(default)]
+    pub eval_freq: u64,
+    /// Episodes per evaluation.
+    #[serde(default = "ten")]
+    pub n_eval_episodes: usize,
+    /// Seed of the evaluation env (default: run seed + 10⁶).
+    #[serde(default)]
+    pub eval_seed: Option<u64>,
+    /// Save a checkpoint every this many env steps (0: only at the end).
+    #[serde(default)]
+    pub checkpoint_freq: u64,
+    /// Stop early once an evaluation reaches this mean return.
+    #[serde(default)]
+    pub return_threshold: Option<f64>,
+    /// Stop after this many seconds of training.
+    #[serde(default)]
+    pub max_wall_seconds: Option<f64>,
+    /// Normalization wrappers.
+    #[serde(default)]
+    pub normalize: NormalizeConfig,
+    /// Hyperparameters of the algorithm (its own names; RLlib aliases accepted).
+    #[serde(default)]
+    pub algo_kwargs: serde_json::Map<String, serde_json::Value>,
+}
+
+fn one() -> usize {
+    1
+}
+fn ten() -> usize {
+    10
+}
+fn flex() -> String {
+    "flex".into()
+}
+
+impl RunConfig {
+    /// Parses YAML text, applying `overrides` (`key=value`, dotted keys such as
+    /// `algo_kwargs.n_steps=64`) first.
+    pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, String> {
+        let mut v: serde_json::Value = serde_yaml::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
+        for o in overrides {
+            apply_override(&mut v, o)?;
+        }
+        strict(v, source)
+    }
+
+    /// The evaluation seed.
+    pub fn eval_seed(&self) -> u64 {
+        self.eval_seed.unwrap_or(self.seed.wrapping_add(1_000_000))
+    }
+}
+
+/// Sets `key=value` (dotted path; value parsed as YAML) in a config tree.
+pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), String> {
+    let (key, val) = spec.split_once('=').ok_or_else(|| format!("--set {spec:?}: expected key=value"))?;
+    let val: serde_json::Value = serde_yaml::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
+    let mut cur = root;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        let obj = cur.as_object_mut().ok_or_else(|| format!("--set {key}: {} is not a mapping", parts[..i].join(".")))?;
+        if i + 1 == parts.len() {
+            obj.insert(p.to_string(), val);
+            return Ok(());
+        }
+        cur = obj.entry(p.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+    }
+    Ok(())
+}
+
+/// Deserializes `v` strictly: errors carry the key path (`algo_kwargs.n_steps: invalid type…`,
+/// `unknown field `foo`, expected one of …`), prefixed by `source`.
+pub fn strict<T: DeserializeOwned>(v: serde_json::Value, source: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { format!("{path}: ") };
+        format!("{source}: {path}{}", e.inner())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs:\n  n_steps: 32\n";
+
+    #[test]
+    fn parses_and_overrides() {
+        let c = RunConfig::from_yaml(BASE, &["seed=3".into(), "algo_kwargs.batch_size=64".into(), "num_env_runners=4".into()], "t.yaml").unwrap();
+        assert_eq!((c.seed, c.n_envs), (3, 4));
+        assert_eq!(c.algo_kwargs["batch_size"], 64);
+        assert_eq!(c.device, "flex");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = RunConfig::from_yaml(&format!("{BASE}colour: red\n"), &[], "t.yaml").unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("colour") && e.contains("total_timesteps"), "{e}");
+        let e = RunConfig::from_yaml(&BASE.replace("1000", "lots"), &[], "t.yaml").unwrap_err();
+        assert!(e.contains("total_timesteps") && e.contains("invalid type"), "{e}");
+        let e = RunConfig::from_yaml("algorithm: ppo\n", &[], "t.yaml").unwrap_err();
+        assert!(e.contains("missing field"), "{e}");
+    }
+}
