@@ -1,2 +1,58 @@
-//! rl: deep reinforcement learning on burn.
+//! rl: deep reinforcement learning in Rust, on burn.
+//!
+//! The facade of the workspace: re-exports the crates and builds algorithms by name from a
+//! [`RunConfig`](rl_core::config::RunConfig). The `rl` binary is the command-line interface.
+#![warn(missing_docs)]
+
 pub use rl_core as core;
+pub use rl_envs as envs;
+pub use rl_on_policy as on_policy;
+pub use rl_ppo as ppo;
+
+use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::read_checkpoint;
+use rl_core::config::RunConfig;
+use rl_core::env::{Env, EnvError};
+use std::path::Path;
+
+/// Algorithms this build provides.
+pub const ALGORITHMS: &[&str] = &["ppo"];
+
+fn gamma_of(run: &RunConfig) -> f64 {
+    run.algo_kwargs.get("gamma").and_then(|v| v.as_f64()).unwrap_or(0.99)
+}
+
+/// A training env for `run` (registry env + episode statistics + normalization).
+pub fn make_training_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
+    rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, gamma_of(run))
+}
+
+/// An evaluation env for `run` (true rewards; observation statistics come from training).
+pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
+    rl_envs::make_eval_env(&run.env_id, &run.env_kwargs, &run.normalize)
+}
+
+/// Builds the algorithm named by `run.algorithm`.
+pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+    match run.algorithm.to_ascii_lowercase().as_str() {
+        "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
+        other => Err(RlError::Config(format!("algorithm: unknown {other:?}; available: {}", ALGORITHMS.join(", ")))),
+    }
+}
+
+/// Loads a checkpoint directory, whatever algorithm wrote it.
+pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+    let ck = read_checkpoint(dir)?;
+    match ck.algorithm.as_str() {
+        "ppo" => Ok(Box::new(rl_ppo::Ppo::load(dir, &make_training_env, device)?)),
+        other => Err(RlError::Config(format!("{}: checkpoint of unknown algorithm {other:?}", dir.display()))),
+    }
+}
+
+/// The run configuration stored in a checkpoint.
+pub fn checkpoint_config(dir: &Path) -> Result<RunConfig, RlError> {
+    let ck = read_checkpoint(dir)?;
+    let text = std::str::from_utf8(ck.file("config.yaml")?).map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
+    RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)
+}

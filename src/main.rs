@@ -1,1 +1,168 @@
-fn main() {}
+//! The `rl` command-line interface.
+
+use clap::{Parser, Subcommand};
+use rl::core::algorithm::RlError;
+use rl::core::config::RunConfig;
+use rl::core::device::parse_device;
+use rl::core::runner::{default_run_dir, run_training};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "rl", version, about = "Deep reinforcement learning on burn")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train from a YAML config.
+    Train {
+        /// The run config (see examples/configs).
+        config: PathBuf,
+        /// Override a config value: key=value, dotted keys allowed (algo_kwargs.n_steps=64).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Run seed (overrides the config).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Device: flex, wgpu[:N] or cuda[:N] (overrides the config).
+        #[arg(long)]
+        device: Option<String>,
+        /// Run directory (default: runs/<algo>_<env>_seed<seed>_<time>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Evaluate a checkpoint.
+    Eval {
+        /// Checkpoint directory.
+        checkpoint: PathBuf,
+        /// Number of episodes.
+        #[arg(long, default_value_t = 10)]
+        episodes: usize,
+        /// Take the most likely action instead of sampling.
+        #[arg(long)]
+        deterministic: bool,
+        /// Seed of the evaluation env (default: the run's evaluation seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Device (default: the checkpoint's).
+        #[arg(long)]
+        device: Option<String>,
+    },
+    /// Continue training from a checkpoint.
+    Resume {
+        /// Checkpoint directory.
+        checkpoint: PathBuf,
+        /// New total budget of env steps (default: the saved one).
+        #[arg(long)]
+        total_timesteps: Option<u64>,
+        /// Device (default: the checkpoint's).
+        #[arg(long)]
+        device: Option<String>,
+        /// Run directory for the continued run.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the registered environments.
+    Envs,
+    /// Check an environment against the Env contract.
+    CheckEnv {
+        /// Environment id.
+        id: String,
+        /// Random steps to run.
+        #[arg(long, default_value_t = 1000)]
+        steps: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<ExitCode, RlError> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Train { config, set, seed, device, out, quiet } => {
+            let text = std::fs::read_to_string(&config).map_err(|e| RlError::Config(format!("{}: {e}", config.display())))?;
+            let mut run = RunConfig::from_yaml(&text, &set, &config.display().to_string()).map_err(RlError::Config)?;
+            if let Some(s) = seed {
+                run.seed = s;
+            }
+            if let Some(d) = device {
+                run.device = d;
+            }
+            let dev = parse_device(&run.device).map_err(RlError::Config)?;
+            let mut algo = rl::build(&run, &dev)?;
+            let mut eval_env = rl::make_eval_env(&run)?;
+            let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), &run));
+            let summary = run_training(algo.as_mut(), &run, eval_env.as_mut(), &dir, !quiet)?;
+            println!("{}", serde_json::to_string(&summary).expect("serializable"));
+        }
+        Cmd::Eval { checkpoint, episodes, deterministic, seed, device } => {
+            let run = rl::checkpoint_config(&checkpoint)?;
+            let dev = parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let mut algo = rl::load(&checkpoint, &dev)?;
+            let mut env = rl::make_eval_env(&run)?;
+            let r = algo.evaluate(env.as_mut(), episodes, deterministic, seed.unwrap_or(run.eval_seed()))?;
+            println!(
+                "{}",
+                serde_json::json!({"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean_return, "std_return": r.std_return, "mean_length": r.mean_length, "returns": r.returns})
+            );
+        }
+        Cmd::Resume { checkpoint, total_timesteps, device, out, quiet } => {
+            let mut run = rl::checkpoint_config(&checkpoint)?;
+            if let Some(d) = device {
+                run.device = d;
+            }
+            let dev = parse_device(&run.device).map_err(RlError::Config)?;
+            let mut algo = rl::load(&checkpoint, &dev)?;
+            if let Some(t) = total_timesteps {
+                algo.set_total_timesteps(t);
+                run.total_timesteps = t;
+            }
+            let mut eval_env = rl::make_eval_env(&run)?;
+            let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), &run));
+            let summary = run_training(algo.as_mut(), &run, eval_env.as_mut(), &dir, !quiet)?;
+            println!("{}", serde_json::to_string(&summary).expect("serializable"));
+        }
+        Cmd::Envs => {
+            let reg = rl::envs::registry();
+            for id in reg.ids() {
+                let env = reg.make(id, &Default::default())?;
+                let limit = reg.max_episode_steps(id).map_or("none".to_string(), |m| m.to_string());
+                println!("{id:32} obs {:28} act {:24} time limit {limit}", env.observation_space().describe(), env.action_space().describe());
+            }
+        }
+        Cmd::CheckEnv { id, steps } => {
+            let mut env = rl::envs::make(&id, &Default::default())?;
+            let report = rl::core::checker::check_env(env.as_mut(), steps);
+            for w in &report.warnings {
+                println!("warning: {w}");
+            }
+            for e in &report.errors {
+                println!("error: {e}");
+            }
+            if report.ok() {
+                println!("{id}: ok ({} warnings)", report.warnings.len());
+            } else {
+                println!("{id}: {} errors", report.errors.len());
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

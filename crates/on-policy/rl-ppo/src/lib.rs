@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;
 
-/// Builds one training env (called `n_envs` times).
-pub type EnvMaker<'a> = &'a dyn Fn() -> Result<Box<dyn Env>, EnvError>;
+/// Builds one training env for a run (called `n_envs` times).
+pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
 
 /// Counters and generators saved in `state.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ impl Ppo {
         if run.n_envs == 0 {
             return Err(RlError::Config("n_envs: must be at least 1".into()));
         }
-        let envs = (0..run.n_envs).map(|_| make_env()).collect::<Result<Vec<_>, _>>()?;
+        let envs = (0..run.n_envs).map(|_| make_env(run)).collect::<Result<Vec<_>, _>>()?;
         let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
         let obs_space = venv.observation_space().clone();
         let act_space = venv.action_space().clone();
@@ -135,6 +135,11 @@ impl Ppo {
     /// The policy network.
     pub fn policy(&self) -> &ActorCritic {
         &self.policy
+    }
+
+    /// The last collected rollout.
+    pub fn rollout_buffer(&self) -> &RolloutBuffer {
+        &self.collector.buffer
     }
 
     /// The run configuration.

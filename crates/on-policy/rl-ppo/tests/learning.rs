@@ -13,7 +13,7 @@ fn config(name: &str, overrides: &[String]) -> RunConfig {
 }
 
 fn agent(run: &RunConfig) -> Ppo {
-    let make = || rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99);
+    let make = |run: &RunConfig| rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99);
     Ppo::new(run, &make, &Device::flex()).unwrap()
 }
 
@@ -83,3 +83,4 @@ fn ppo_pendulum_seed0_within_200k() {
     println!("PPO Pendulum-v1 seed 0 evaluations: {evals:?}");
     assert!(hit.is_some_and(|s| s <= 200_000), "never reached -250 within 200k: {evals:?}");
 }
+

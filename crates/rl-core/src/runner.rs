@@ -1,0 +1,132 @@
+//! The training loop around an [`Algorithm`]: logging, progress bar, periodic evaluation and
+//! checkpoints, stop conditions, the learning-curve PNG and the end-of-run summary.
+
+use crate::algorithm::{Algorithm, EvalResult, RlError};
+use crate::config::RunConfig;
+use crate::env::Env;
+use crate::logger::{Logger, Metrics};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What `rl train` prints as its last line (JSON).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Env steps taken.
+    pub total_timesteps: u64,
+    /// Wall-clock seconds of training (evaluations and checkpoints included).
+    pub train_seconds: f64,
+    /// Mean return of the final evaluation.
+    pub eval_mean_return: f64,
+    /// Standard deviation of the final evaluation's returns.
+    pub eval_std_return: f64,
+    /// Best periodic evaluation (when periodic evaluation is on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_eval_mean_return: Option<f64>,
+    /// Env steps at which the best evaluation happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_eval_timesteps: Option<u64>,
+    /// The run directory.
+    pub run_dir: String,
+    /// The final checkpoint.
+    pub checkpoint: String,
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> RlError {
+    RlError::Other(format!("{}: {e}", path.display()))
+}
+
+/// Runs `algo` until its budget (or another stop condition), writing logs, checkpoints and the
+/// learning curve into `run_dir`, and evaluating on `eval_env`.
+pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dyn Env, run_dir: &Path, show_progress: bool) -> Result<RunSummary, RlError> {
+    std::fs::create_dir_all(run_dir).map_err(|e| io_err(run_dir, e))?;
+    let cfg_path = run_dir.join("config.yaml");
+    crate::checkpoint::write_file_atomic(&cfg_path, serde_yaml::to_string(run).map_err(|e| RlError::Other(e.to_string()))?.as_bytes())?;
+    let mut log = Logger::create(run_dir).map_err(|e| io_err(run_dir, e))?;
+    let total = algo.total_timesteps();
+    let bar = if show_progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}").expect("valid template"));
+    bar.set_position(algo.num_timesteps());
+    let started = Instant::now();
+    let mut recent: VecDeque<f64> = VecDeque::with_capacity(100);
+    let mut best: Option<(f64, u64)> = None;
+    let mut next_eval = if run.eval_freq > 0 { (algo.num_timesteps() / run.eval_freq + 1) * run.eval_freq } else { u64::MAX };
+    let mut next_ckpt = if run.checkpoint_freq > 0 { (algo.num_timesteps() / run.checkpoint_freq + 1) * run.checkpoint_freq } else { u64::MAX };
+    let evaluate = |algo: &mut dyn Algorithm, env: &mut dyn Env, log: &mut Logger| -> Result<EvalResult, RlError> {
+        let r = algo.evaluate(env, run.n_eval_episodes, true, run.eval_seed())?;
+        let mut m = Metrics::new();
+        m.insert("eval/mean_reward".into(), r.mean_return);
+        m.insert("eval/std_reward".into(), r.std_return);
+        m.insert("eval/mean_ep_length".into(), r.mean_length);
+        log.log(algo.num_timesteps(), &m).map_err(|e| RlError::Other(e.to_string()))?;
+        Ok(r)
+    };
+    let mut last_eval: Option<EvalResult> = None;
+    loop {
+        let ts = algo.num_timesteps();
+        let stop_by_threshold = matches!((run.return_threshold, &last_eval), (Some(t), Some(r)) if r.mean_return >= t);
+        let stop_by_time = run.max_wall_seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s);
+        if ts >= algo.total_timesteps() || stop_by_threshold || stop_by_time {
+            break;
+        }
+        let m = algo.train()?;
+        let ts = algo.num_timesteps();
+        if let Some(&r) = m.get("charts/episodic_return") {
+            if recent.len() == 100 {
+                recent.pop_front();
+            }
+            recent.push_back(r);
+        }
+        log.log(ts, &m).map_err(|e| RlError::Other(e.to_string()))?;
+        bar.set_position(ts);
+        if !recent.is_empty() {
+            bar.set_message(format!("return {:.1}", recent.iter().sum::<f64>() / recent.len() as f64));
+        }
+        if ts >= next_eval {
+            while next_eval <= ts {
+                next_eval += run.eval_freq;
+            }
+            let r = evaluate(algo, eval_env, &mut log)?;
+            if best.is_none_or(|(b, _)| r.mean_return > b) {
+                best = Some((r.mean_return, ts));
+            }
+            bar.println(format!("step {ts}: eval mean return {:.2} ± {:.2}", r.mean_return, r.std_return));
+            last_eval = Some(r);
+        }
+        if ts >= next_ckpt {
+            while next_ckpt <= ts {
+                next_ckpt += run.checkpoint_freq;
+            }
+            let p = run_dir.join("checkpoints").join(format!("step_{ts:010}"));
+            algo.save(&p)?;
+        }
+    }
+    bar.finish_and_clear();
+    let final_eval = evaluate(algo, eval_env, &mut log)?;
+    if run.eval_freq > 0 && best.is_none_or(|(b, _)| final_eval.mean_return > b) {
+        best = Some((final_eval.mean_return, algo.num_timesteps()));
+    }
+    let ckpt = run_dir.join("checkpoint");
+    algo.save(&ckpt)?;
+    log.flush().map_err(|e| io_err(run_dir, e))?;
+    let png = run_dir.join("learning_curve.png");
+    crate::plot::learning_curve(log.history(), &png, &format!("{} {}", run.algorithm, run.env_id)).map_err(|e| RlError::Other(format!("{}: {e}", png.display())))?;
+    Ok(RunSummary {
+        total_timesteps: algo.num_timesteps(),
+        train_seconds: started.elapsed().as_secs_f64(),
+        eval_mean_return: final_eval.mean_return,
+        eval_std_return: final_eval.std_return,
+        best_eval_mean_return: if run.eval_freq > 0 { best.map(|b| b.0) } else { None },
+        best_eval_timesteps: if run.eval_freq > 0 { best.map(|b| b.1) } else { None },
+        run_dir: run_dir.display().to_string(),
+        checkpoint: ckpt.display().to_string(),
+    })
+}
+
+/// A fresh run directory under `root`: `<algo>_<env>_seed<seed>_<unix time>`.
+pub fn default_run_dir(root: &Path, run: &RunConfig) -> PathBuf {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    root.join(format!("{}_{}_seed{}_{t}", run.algorithm, run.env_id, run.seed))
+}
