@@ -23,6 +23,7 @@ pub mod rng;
 pub mod runner;
 pub mod schedule;
 pub mod spaces;
+pub mod testing;
 pub mod vec_env;
 pub mod wrappers;
 

@@ -57,7 +57,6 @@ fn check_obs(env: &dyn Env, obs: &[f32], when: &str) -> Result<(), EnvError> {
 }
 
 fn step_slot(s: Slot<'_>) -> Result<(), EnvError> {
-    check_action(s.env.id(), s.env.action_space(), s.action)?;
     let st = s.env.step(s.action, s.obs)?;
     check_obs(s.env.as_ref(), s.obs, "step")?;
     if !st.reward.is_finite() {
@@ -169,6 +168,10 @@ impl VecEnv {
             });
         }
         let (d, a) = (self.obs_dim, self.act_dim);
+        // Validate every action first: a bad action leaves all envs untouched.
+        for (env, action) in self.envs.iter().zip(actions.chunks(a.max(1))) {
+            check_action(env.id(), env.action_space(), if a == 0 { &[] } else { action })?;
+        }
         let slots = self
             .envs
             .iter_mut()

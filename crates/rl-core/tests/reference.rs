@@ -10,10 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn ref_file(var: &str, name: &str) -> Value {
-    let p = match std::env::var(var) {
-        Ok(p) => PathBuf::from(p),
-        Err(_) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/ref").join(name),
-    };
+    let p: PathBuf = rl_core::testing::reference_path(var, &format!("../shared/ref/{name}"), env!("CARGO_MANIFEST_DIR"));
     let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (set {var})", p.display()));
     serde_json::from_str(&s).unwrap()
 }

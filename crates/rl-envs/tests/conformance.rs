@@ -8,10 +8,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn ref_dir() -> PathBuf {
-    match std::env::var("RL_ENV_REFERENCE_DIR") {
-        Ok(d) => PathBuf::from(d),
-        Err(_) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/ref/envs"),
-    }
+    rl_core::testing::reference_path("RL_ENV_REFERENCE_DIR", "../shared/ref/envs", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn num(v: &Value) -> f64 {
