@@ -20,7 +20,10 @@ use std::path::Path;
 pub const ALGORITHMS: &[&str] = &["ppo"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
-    run.algo_kwargs.get("gamma").and_then(|v| v.as_f64()).unwrap_or(0.99)
+    run.algo_kwargs
+        .get("gamma")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.99)
 }
 
 /// A training env for `run` (registry env + episode statistics + normalization).
@@ -37,7 +40,10 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
-        other => Err(RlError::Config(format!("algorithm: unknown {other:?}; available: {}", ALGORITHMS.join(", ")))),
+        other => Err(RlError::Config(format!(
+            "algorithm: unknown {other:?}; available: {}",
+            ALGORITHMS.join(", ")
+        ))),
     }
 }
 
@@ -45,14 +51,22 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
 pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     let ck = read_checkpoint(dir)?;
     match ck.algorithm.as_str() {
-        "ppo" => Ok(Box::new(rl_ppo::Ppo::load(dir, &make_training_env, device)?)),
-        other => Err(RlError::Config(format!("{}: checkpoint of unknown algorithm {other:?}", dir.display()))),
+        "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        other => Err(RlError::Config(format!(
+            "{}: checkpoint of unknown algorithm {other:?}",
+            dir.display()
+        ))),
     }
 }
 
 /// The run configuration stored in a checkpoint.
 pub fn checkpoint_config(dir: &Path) -> Result<RunConfig, RlError> {
     let ck = read_checkpoint(dir)?;
-    let text = std::str::from_utf8(ck.file("config.yaml")?).map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
+    let text = std::str::from_utf8(ck.file("config.yaml")?)
+        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
     RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)
 }

@@ -96,9 +96,18 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode, RlError> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Train { config, set, seed, device, out, quiet } => {
-            let text = std::fs::read_to_string(&config).map_err(|e| RlError::Config(format!("{}: {e}", config.display())))?;
-            let mut run = RunConfig::from_yaml(&text, &set, &config.display().to_string()).map_err(RlError::Config)?;
+        Cmd::Train {
+            config,
+            set,
+            seed,
+            device,
+            out,
+            quiet,
+        } => {
+            let text = std::fs::read_to_string(&config)
+                .map_err(|e| RlError::Config(format!("{}: {e}", config.display())))?;
+            let mut run = RunConfig::from_yaml(&text, &set, &config.display().to_string())
+                .map_err(RlError::Config)?;
             if let Some(s) = seed {
                 run.seed = s;
             }
@@ -112,18 +121,36 @@ fn real_main() -> Result<ExitCode, RlError> {
             let summary = run_training(algo.as_mut(), &run, eval_env.as_mut(), &dir, !quiet)?;
             println!("{}", serde_json::to_string(&summary).expect("serializable"));
         }
-        Cmd::Eval { checkpoint, episodes, deterministic, seed, device } => {
+        Cmd::Eval {
+            checkpoint,
+            episodes,
+            deterministic,
+            seed,
+            device,
+        } => {
             let run = rl::checkpoint_config(&checkpoint)?;
-            let dev = parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let dev =
+                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
             let mut algo = rl::load(&checkpoint, &dev)?;
             let mut env = rl::make_eval_env(&run)?;
-            let r = algo.evaluate(env.as_mut(), episodes, deterministic, seed.unwrap_or(run.eval_seed()))?;
+            let r = algo.evaluate(
+                env.as_mut(),
+                episodes,
+                deterministic,
+                seed.unwrap_or(run.eval_seed()),
+            )?;
             println!(
                 "{}",
                 serde_json::json!({"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean_return, "std_return": r.std_return, "mean_length": r.mean_length, "returns": r.returns})
             );
         }
-        Cmd::Resume { checkpoint, total_timesteps, device, out, quiet } => {
+        Cmd::Resume {
+            checkpoint,
+            total_timesteps,
+            device,
+            out,
+            quiet,
+        } => {
             let mut run = rl::checkpoint_config(&checkpoint)?;
             if let Some(d) = device {
                 run.device = d;
@@ -143,8 +170,14 @@ fn real_main() -> Result<ExitCode, RlError> {
             let reg = rl::envs::registry();
             for id in reg.ids() {
                 let env = reg.make(id, &Default::default())?;
-                let limit = reg.max_episode_steps(id).map_or("none".to_string(), |m| m.to_string());
-                println!("{id:32} obs {:28} act {:24} time limit {limit}", env.observation_space().describe(), env.action_space().describe());
+                let limit = reg
+                    .max_episode_steps(id)
+                    .map_or("none".to_string(), |m| m.to_string());
+                println!(
+                    "{id:32} obs {:28} act {:24} time limit {limit}",
+                    env.observation_space().describe(),
+                    env.action_space().describe()
+                );
             }
         }
         Cmd::CheckEnv { id, steps } => {

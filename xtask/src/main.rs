@@ -1,5 +1,298 @@
-//! `cargo xtask <task>`: development tasks.
-fn main() {
-    eprintln!("xtask: not implemented yet");
-    std::process::exit(2);
+//! `cargo xtask <task>`:
+//! - `bench [--quick] [--peer sb3]`: learning benchmarks (wall-clock, steps/s, rollout/update
+//!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
+//!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
+//! - `learn`: the `#[ignore]`d long learning tests, recorded in `docs/learning-results.md`.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn sh(cmd: &mut Command) -> Result<std::process::Output, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(out)
+}
+
+fn git_commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn today() -> String {
+    Command::new("date")
+        .arg("+%Y-%m-%d")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Sums a metric over `progress.csv`.
+fn csv_sum(run_dir: &Path, metric: &str) -> f64 {
+    std::fs::read_to_string(run_dir.join("progress.csv"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split(',');
+            let (_, m, v) = (it.next()?, it.next()?, it.next()?);
+            (m == metric).then(|| v.parse::<f64>().ok()).flatten()
+        })
+        .sum()
+}
+
+struct Case {
+    name: &'static str,
+    config: &'static str,
+    seeds: Vec<u64>,
+    sb3: &'static str,
+}
+
+fn cases(quick: bool) -> Vec<Case> {
+    vec![
+        Case {
+            name: "PPO CartPole-v1 100k (zoo)",
+            config: "examples/configs/ppo_cartpole.yaml",
+            seeds: if quick { vec![0] } else { vec![0, 1, 2] },
+            sb3: "cartpole",
+        },
+        Case {
+            name: "PPO Pendulum-v1 200k",
+            config: "examples/configs/ppo_pendulum.yaml",
+            seeds: vec![0],
+            sb3: "pendulum",
+        },
+    ]
+}
+
+const SB3_SCRIPT: &str = r#"
+import sys, time, json
+import torch
+torch.set_num_threads(1)
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+case, seed = sys.argv[1], int(sys.argv[2])
+if case == "cartpole":
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98, gae_lambda=0.8,
+                learning_rate=lambda p: 1e-3 * p, clip_range=lambda p: 0.2 * p, ent_coef=0.0, seed=seed, device="cpu")
+    steps = 100_000
+else:
+    env = make_vec_env("Pendulum-v1", n_envs=4, seed=seed)
+    model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=10, gamma=0.9, gae_lambda=0.95,
+                learning_rate=1e-3, clip_range=0.2, ent_coef=0.0, seed=seed, device="cpu")
+    steps = 200_000
+t = time.time()
+model.learn(steps)
+secs = time.time() - t
+import gymnasium as gym
+mean, std = evaluate_policy(model, gym.make(env.envs[0].spec.id), n_eval_episodes=10, deterministic=True)
+print(json.dumps({"train_seconds": secs, "eval_mean_return": mean}))
+"#;
+
+fn sb3_python() -> Result<PathBuf, String> {
+    let venv = root().join("target/sb3-venv");
+    let py = venv.join("bin/python");
+    if !py.exists() {
+        sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        sh(Command::new(venv.join("bin/pip")).args([
+            "install",
+            "-q",
+            "stable-baselines3==2.9.2",
+            "--extra-index-url",
+            "https://download.pytorch.org/whl/cpu",
+        ]))
+        .or_else(|_| {
+            sh(Command::new(venv.join("bin/pip")).args([
+                "install",
+                "-q",
+                "stable-baselines3==2.9.2",
+            ]))
+        })?;
+    }
+    Ok(py)
+}
+
+fn bench(quick: bool, peer: bool) -> Result<(), String> {
+    let r = root();
+    sh(Command::new("cargo")
+        .args(["build", "--release", "--quiet", "--bin", "rl"])
+        .current_dir(&r))?;
+    let out_root = r.join("target/bench");
+    std::fs::create_dir_all(&out_root).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    let mut md = format!(
+        "# Learning benchmarks\n\n{} · commit {} · {} cores\n\n| case | seed | wall-clock s | env steps/s | rollout s | update s | final eval return |",
+        today(),
+        git_commit(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    md += if peer {
+        " SB3 s | SB3 return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    } else {
+        "\n|---|---|---|---|---|---|---|\n"
+    };
+    let py = if peer { Some(sb3_python()?) } else { None };
+    for c in cases(quick) {
+        for &seed in &c.seeds {
+            let dir = out_root.join(format!("{}-seed{seed}", c.sb3));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut cmd = Command::new(r.join("target/release/rl"));
+            cmd.args([
+                "train",
+                c.config,
+                "--quiet",
+                "--seed",
+                &seed.to_string(),
+                "--set",
+                "eval_freq=0",
+                "--out",
+            ])
+            .arg(&dir)
+            .current_dir(&r);
+            if quick && c.sb3 == "pendulum" {
+                cmd.args(["--set", "total_timesteps=50000"]);
+            }
+            let t = std::time::Instant::now();
+            let out = sh(&mut cmd)?;
+            let wall = t.elapsed().as_secs_f64();
+            let s: Value = serde_json::from_str(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or("{}"),
+            )
+            .map_err(|e| e.to_string())?;
+            let steps = s["total_timesteps"].as_f64().unwrap_or(0.0);
+            let (ro, up) = (
+                csv_sum(&dir, "time/rollout_seconds"),
+                csv_sum(&dir, "time/update_seconds"),
+            );
+            let ret = s["eval_mean_return"].as_f64().unwrap_or(f64::NAN);
+            let mut row = json!({"case": c.name, "seed": seed, "wall_seconds": wall, "env_steps_per_second": steps / wall, "rollout_seconds": ro, "update_seconds": up, "final_eval_return": ret});
+            md += &format!(
+                "| {} | {seed} | {wall:.2} | {:.0} | {ro:.2} | {up:.2} | {ret:.1} |",
+                c.name,
+                steps / wall
+            );
+            if let Some(py) = &py {
+                let o = sh(Command::new(py)
+                    .arg("-c")
+                    .arg(SB3_SCRIPT)
+                    .arg(c.sb3)
+                    .arg(seed.to_string())
+                    .env("OMP_NUM_THREADS", "1"))?;
+                let p: Value = serde_json::from_str(
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .last()
+                        .unwrap_or("{}"),
+                )
+                .map_err(|e| e.to_string())?;
+                let (ps, pr) = (
+                    p["train_seconds"].as_f64().unwrap_or(f64::NAN),
+                    p["eval_mean_return"].as_f64().unwrap_or(f64::NAN),
+                );
+                md += &format!(" {ps:.2} | {pr:.1} | {:.2}× |", ps / wall);
+                row["sb3_seconds"] = json!(ps);
+                row["sb3_final_eval_return"] = json!(pr);
+            }
+            md += "\n";
+            println!("{}", row);
+            rows.push(row);
+        }
+    }
+    std::fs::write(out_root.join("report.md"), &md).map_err(|e| e.to_string())?;
+    std::fs::write(
+        out_root.join("report.json"),
+        serde_json::to_string_pretty(&rows).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{md}\nwritten: target/bench/report.md, target/bench/report.json");
+    Ok(())
+}
+
+fn learn() -> Result<(), String> {
+    let r = root();
+    let out = Command::new("cargo")
+        .args([
+            "test",
+            "--release",
+            "--workspace",
+            "--test",
+            "learning",
+            "--",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .current_dir(&r)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = Vec::new();
+    for l in text.lines() {
+        if l.starts_with("test ") && (l.ends_with(" ok") || l.ends_with("FAILED")) {
+            lines.push(format!("- `{}`", l.trim_start_matches("test ")));
+        } else if l.starts_with("PPO ") || l.contains("evaluations:") {
+            lines.push(format!("  - {l}"));
+        }
+    }
+    let md = format!(
+        "# Learning results\n\nRecorded by `cargo xtask learn` on {} at commit {} (release build, this 2-core machine).\nEvaluation: mean return of 10 deterministic episodes on a separately seeded env.\n\n{}\n",
+        today(),
+        git_commit(),
+        lines.join("\n")
+    );
+    std::fs::create_dir_all(r.join("docs")).map_err(|e| e.to_string())?;
+    std::fs::write(r.join("docs/learning-results.md"), &md).map_err(|e| e.to_string())?;
+    println!("{md}");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err("some learning tests failed (recorded in docs/learning-results.md)".into())
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let res = match args.first().map(String::as_str) {
+        Some("bench") => bench(
+            args.iter().any(|a| a == "--quick"),
+            args.windows(2).any(|w| w[0] == "--peer" && w[1] == "sb3"),
+        ),
+        Some("learn") => learn(),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] | cargo xtask learn".into()),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -43,7 +43,11 @@ pub enum RlError {
 pub fn check_finite(step: u64, metrics: &Metrics) -> Result<(), RlError> {
     for (k, &v) in metrics {
         if !v.is_finite() {
-            return Err(RlError::NonFinite { step, metric: k.clone(), value: v });
+            return Err(RlError::NonFinite {
+                step,
+                metric: k.clone(),
+                value: v,
+            });
         }
     }
     Ok(())
@@ -186,7 +190,11 @@ pub trait Algorithm {
         let started = Instant::now();
         while !stop.reached(self.num_timesteps(), started, None) {
             let m = self.train()?;
-            if callback.on_event(&Event::Iteration { timesteps: self.num_timesteps(), metrics: &m }) == Control::Stop {
+            if callback.on_event(&Event::Iteration {
+                timesteps: self.num_timesteps(),
+                metrics: &m,
+            }) == Control::Stop
+            {
                 break;
             }
         }
@@ -194,7 +202,13 @@ pub trait Algorithm {
     }
 
     /// Mean return of `n_episodes` on `env`, episode `i` reset with `seed + i`.
-    fn evaluate(&mut self, env: &mut dyn Env, n_episodes: usize, deterministic: bool, seed: u64) -> Result<EvalResult, RlError> {
+    fn evaluate(
+        &mut self,
+        env: &mut dyn Env,
+        n_episodes: usize,
+        deterministic: bool,
+        seed: u64,
+    ) -> Result<EvalResult, RlError> {
         env.load_stats(&self.env_stats())?;
         env.set_training(false);
         let mut obs = vec![0.0; env.observation_space().raw_dim()];

@@ -113,7 +113,15 @@ impl RolloutBuffer {
     }
 
     /// Stores one step for all envs.
-    pub fn add(&mut self, obs: &[f32], actions: &[f32], rewards: &[f32], episode_starts: &[f32], values: &[f32], log_probs: &[f32]) {
+    pub fn add(
+        &mut self,
+        obs: &[f32],
+        actions: &[f32],
+        rewards: &[f32],
+        episode_starts: &[f32],
+        values: &[f32],
+        log_probs: &[f32],
+    ) {
         assert!(self.pos < self.n_steps, "rollout buffer is full");
         let (n, p) = (self.n_envs, self.pos);
         self.obs[p * n * self.obs_dim..(p + 1) * n * self.obs_dim].copy_from_slice(obs);
@@ -132,14 +140,33 @@ impl RolloutBuffer {
     }
 
     /// Computes advantages and returns (see [`compute_gae`]).
-    pub fn compute_returns_and_advantage(&mut self, last_values: &[f32], last_dones: &[f32], gamma: f32, gae_lambda: f32) {
-        compute_gae(&self.rewards, &self.values, &self.episode_starts, last_values, last_dones, gamma, gae_lambda, &mut self.advantages, &mut self.returns);
+    pub fn compute_returns_and_advantage(
+        &mut self,
+        last_values: &[f32],
+        last_dones: &[f32],
+        gamma: f32,
+        gae_lambda: f32,
+    ) {
+        compute_gae(
+            &self.rewards,
+            &self.values,
+            &self.episode_starts,
+            last_values,
+            last_dones,
+            gamma,
+            gae_lambda,
+            &mut self.advantages,
+            &mut self.returns,
+        );
     }
 
     /// Minibatch index lists covering a random permutation of all transitions (the last one
     /// may be smaller, as SB3).
     pub fn minibatches(&self, batch_size: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
-        rng.permutation(self.len()).chunks(batch_size.max(1)).map(|c| c.to_vec()).collect()
+        rng.permutation(self.len())
+            .chunks(batch_size.max(1))
+            .map(|c| c.to_vec())
+            .collect()
     }
 
     /// Gathers rows `idx` of a `[len × dim]` array.
@@ -263,14 +290,22 @@ impl ReplayBuffer for UniformReplay {
     fn sample(&mut self, batch_size: usize, gamma: f32, rng: &mut Rng) -> TransitionBatch {
         let n = self.len();
         assert!(n > 0, "sampling from an empty replay buffer");
-        let idx: Vec<usize> = (0..batch_size).map(|_| rng.below(n as u64) as usize).collect();
+        let idx: Vec<usize> = (0..batch_size)
+            .map(|_| rng.below(n as u64) as usize)
+            .collect();
         TransitionBatch {
             obs: RolloutBuffer::gather(&self.obs, self.obs_dim, &idx),
             next_obs: RolloutBuffer::gather(&self.next_obs, self.obs_dim, &idx),
             actions: RolloutBuffer::gather(&self.actions, self.act_dim, &idx),
             rewards: idx.iter().map(|&i| self.rewards[i]).collect(),
-            terminated: idx.iter().map(|&i| self.terminated[i] as u8 as f32).collect(),
-            truncated: idx.iter().map(|&i| self.truncated[i] as u8 as f32).collect(),
+            terminated: idx
+                .iter()
+                .map(|&i| self.terminated[i] as u8 as f32)
+                .collect(),
+            truncated: idx
+                .iter()
+                .map(|&i| self.truncated[i] as u8 as f32)
+                .collect(),
             discounts: vec![gamma; batch_size],
             weights: vec![1.0; batch_size],
             indices: idx,
@@ -286,7 +321,12 @@ pub trait SequenceBuffer: Send {
     fn add_step(&mut self, env: usize, t: TransitionRef<'_>, episode_start: bool);
     /// Samples `batch` windows of `length` steps: returns (batch of transitions flattened
     /// `[B·L]` time-major within each window, mask `[B·L]`, episode starts `[B·L]`).
-    fn sample_sequences(&mut self, batch: usize, length: usize, rng: &mut Rng) -> (TransitionBatch, Vec<f32>, Vec<f32>);
+    fn sample_sequences(
+        &mut self,
+        batch: usize,
+        length: usize,
+        rng: &mut Rng,
+    ) -> (TransitionBatch, Vec<f32>, Vec<f32>);
 }
 
 #[cfg(test)]
@@ -297,7 +337,14 @@ mod tests {
     fn uniform_replay_is_fifo_and_keeps_flags_apart() {
         let mut b = UniformReplay::new(3, 1, 1);
         for i in 0..5 {
-            b.add(TransitionRef { obs: &[i as f32], action: &[0.0], reward: i as f32, next_obs: &[i as f32 + 1.0], terminated: i == 3, truncated: i == 4 });
+            b.add(TransitionRef {
+                obs: &[i as f32],
+                action: &[0.0],
+                reward: i as f32,
+                next_obs: &[i as f32 + 1.0],
+                terminated: i == 3,
+                truncated: i == 4,
+            });
         }
         assert_eq!(b.len(), 3);
         let mut rng = Rng::seed_from(0);

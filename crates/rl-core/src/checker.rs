@@ -24,18 +24,33 @@ fn check_space(name: &str, s: &Space, r: &mut CheckReport) {
     match s {
         Space::Box { low, high, shape } => {
             if low.len() != high.len() || shape.iter().product::<usize>() != low.len() {
-                r.errors.push(format!("{name}: Box bounds have {} / {} elements but shape {shape:?}", low.len(), high.len()));
+                r.errors.push(format!(
+                    "{name}: Box bounds have {} / {} elements but shape {shape:?}",
+                    low.len(),
+                    high.len()
+                ));
             }
             for (i, (l, h)) in low.iter().zip(high).enumerate() {
                 if l.is_nan() || h.is_nan() || l > h {
-                    r.errors.push(format!("{name}: Box element {i} has low {l} > high {h} or NaN"));
+                    r.errors.push(format!(
+                        "{name}: Box element {i} has low {l} > high {h} or NaN"
+                    ));
                 }
             }
         }
-        Space::Discrete { n, .. } if *n == 0 => r.errors.push(format!("{name}: Discrete(0) has no values")),
-        Space::MultiDiscrete { nvec } if nvec.contains(&0) => r.errors.push(format!("{name}: MultiDiscrete has a zero-size component")),
-        Space::Tuple { spaces } => spaces.iter().enumerate().for_each(|(i, s)| check_space(&format!("{name}[{i}]"), s, r)),
-        Space::Dict { spaces } => spaces.iter().for_each(|(k, s)| check_space(&format!("{name}.{k}"), s, r)),
+        Space::Discrete { n, .. } if *n == 0 => {
+            r.errors.push(format!("{name}: Discrete(0) has no values"))
+        }
+        Space::MultiDiscrete { nvec } if nvec.contains(&0) => r
+            .errors
+            .push(format!("{name}: MultiDiscrete has a zero-size component")),
+        Space::Tuple { spaces } => spaces
+            .iter()
+            .enumerate()
+            .for_each(|(i, s)| check_space(&format!("{name}[{i}]"), s, r)),
+        Space::Dict { spaces } => spaces
+            .iter()
+            .for_each(|(k, s)| check_space(&format!("{name}.{k}"), s, r)),
         _ => {}
     }
 }
@@ -51,7 +66,11 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
         return r;
     }
     let mut obs = vec![0.0; os.raw_dim()];
-    let run = |env: &mut dyn Env, obs: &mut Vec<f32>, seed: u64, r: &mut CheckReport| -> Vec<(Vec<f32>, f64, bool, bool)> {
+    let run = |env: &mut dyn Env,
+               obs: &mut Vec<f32>,
+               seed: u64,
+               r: &mut CheckReport|
+     -> Vec<(Vec<f32>, f64, bool, bool)> {
         let mut traj = Vec::new();
         let mut rng = Rng::seed_from(seed);
         match env.reset(Some(seed), obs) {
@@ -62,7 +81,8 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
             }
         }
         if let Err(e) = os.check(obs) {
-            r.errors.push(format!("reset observation not in observation_space: {e}"));
+            r.errors
+                .push(format!("reset observation not in observation_space: {e}"));
         }
         traj.push((obs.clone(), 0.0, false, false));
         for t in 0..steps {
@@ -71,7 +91,9 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
             match env.step(&a, obs) {
                 Ok(s) => {
                     if let Err(e) = os.check(obs) {
-                        r.errors.push(format!("step {t}: observation not in observation_space: {e}"));
+                        r.errors.push(format!(
+                            "step {t}: observation not in observation_space: {e}"
+                        ));
                     }
                     if !s.reward.is_finite() {
                         r.errors.push(format!("step {t}: reward is {}", s.reward));
@@ -79,16 +101,19 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
                     traj.push((obs.clone(), s.reward, s.terminated, s.truncated));
                     if s.terminated || s.truncated {
                         if let Err(e) = env.reset(None, obs) {
-                            r.errors.push(format!("reset after episode end failed: {e}"));
+                            r.errors
+                                .push(format!("reset after episode end failed: {e}"));
                             return traj;
                         }
                         if let Err(e) = os.check(obs) {
-                            r.errors.push(format!("reset observation not in observation_space: {e}"));
+                            r.errors
+                                .push(format!("reset observation not in observation_space: {e}"));
                         }
                     }
                 }
                 Err(e) => {
-                    r.errors.push(format!("step {t} with a valid action {a:?} failed: {e}"));
+                    r.errors
+                        .push(format!("step {t} with a valid action {a:?} failed: {e}"));
                     return traj;
                 }
             }
@@ -101,12 +126,17 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
     let a = run(env, &mut obs, 12345, &mut r);
     let b = run(env, &mut obs, 12345, &mut r);
     if r.ok() && a != b {
-        let t = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+        let t = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
         r.errors.push(format!("not deterministic: two runs with reset(seed=12345) and the same actions differ at step {t}"));
     }
     let c = run(env, &mut obs, 54321, &mut r);
     if r.ok() && a.first() == c.first() && a == c {
-        r.warnings.push("different reset seeds gave identical trajectories: is the seed used?".into());
+        r.warnings
+            .push("different reset seeds gave identical trajectories: is the seed used?".into());
     }
     // An invalid action should be an error, not a panic or silent acceptance.
     if env.reset(Some(1), &mut obs).is_ok() {

@@ -35,7 +35,10 @@ pub enum CheckpointError {
 }
 
 fn io(path: &Path, source: std::io::Error) -> CheckpointError {
-    CheckpointError::Io { path: path.display().to_string(), source }
+    CheckpointError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// FNV-1a 64-bit checksum (detects truncation and corruption; not cryptographic).
@@ -88,7 +91,11 @@ fn backup_path(dir: &Path) -> PathBuf {
 /// existing `dir` is first renamed to `dir.old` and removed at the end; [`read_checkpoint`]
 /// falls back to `dir.old` if a crash left no `dir`. So a kill at any moment leaves the
 /// previous checkpoint or the new one loadable.
-pub fn write_checkpoint(dir: &Path, algorithm: &str, files: &[(&str, Vec<u8>)]) -> Result<(), CheckpointError> {
+pub fn write_checkpoint(
+    dir: &Path,
+    algorithm: &str,
+    files: &[(&str, Vec<u8>)],
+) -> Result<(), CheckpointError> {
     let mut tmp = dir.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -99,10 +106,23 @@ pub fn write_checkpoint(dir: &Path, algorithm: &str, files: &[(&str, Vec<u8>)]) 
     let mut entries = Vec::new();
     for (name, data) in files {
         write_synced(&tmp.join(name), data)?;
-        entries.push(FileEntry { name: name.to_string(), size: data.len() as u64, checksum: format!("{:016x}", checksum(data)) });
+        entries.push(FileEntry {
+            name: name.to_string(),
+            size: data.len() as u64,
+            checksum: format!("{:016x}", checksum(data)),
+        });
     }
-    let manifest = Manifest { format_version: FORMAT_VERSION, algorithm: algorithm.to_string(), files: entries };
-    write_synced(&tmp.join(MANIFEST), serde_json::to_string_pretty(&manifest).expect("serializable").as_bytes())?;
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        algorithm: algorithm.to_string(),
+        files: entries,
+    };
+    write_synced(
+        &tmp.join(MANIFEST),
+        serde_json::to_string_pretty(&manifest)
+            .expect("serializable")
+            .as_bytes(),
+    )?;
     let old = backup_path(dir);
     if dir.exists() {
         if old.exists() {
@@ -130,10 +150,14 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// The bytes of file `name`, or an error naming it.
     pub fn file(&self, name: &str) -> Result<&[u8], CheckpointError> {
-        self.files.iter().find(|(n, _)| n == name).map(|(_, d)| d.as_slice()).ok_or_else(|| CheckpointError::Invalid {
-            path: self.dir.join(name).display().to_string(),
-            reason: "missing from the checkpoint".into(),
-        })
+        self.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.as_slice())
+            .ok_or_else(|| CheckpointError::Invalid {
+                path: self.dir.join(name).display().to_string(),
+                reason: "missing from the checkpoint".into(),
+            })
     }
     /// Whether file `name` is present.
     pub fn has(&self, name: &str) -> bool {
@@ -147,26 +171,54 @@ impl Checkpoint {
 
 /// Reads and verifies a checkpoint directory.
 pub fn read_checkpoint(dir: &Path) -> Result<Checkpoint, CheckpointError> {
-    let dir = if !dir.exists() && backup_path(dir).exists() { backup_path(dir) } else { dir.to_path_buf() };
+    let dir = if !dir.exists() && backup_path(dir).exists() {
+        backup_path(dir)
+    } else {
+        dir.to_path_buf()
+    };
     let mpath = dir.join(MANIFEST);
     let raw = fs::read(&mpath).map_err(|e| io(&mpath, e))?;
-    let manifest: Manifest = serde_json::from_slice(&raw).map_err(|e| CheckpointError::Invalid { path: mpath.display().to_string(), reason: format!("not a valid manifest: {e}") })?;
+    let manifest: Manifest =
+        serde_json::from_slice(&raw).map_err(|e| CheckpointError::Invalid {
+            path: mpath.display().to_string(),
+            reason: format!("not a valid manifest: {e}"),
+        })?;
     if manifest.format_version != FORMAT_VERSION {
-        return Err(CheckpointError::Invalid { path: mpath.display().to_string(), reason: format!("format version {}, this build reads {FORMAT_VERSION}", manifest.format_version) });
+        return Err(CheckpointError::Invalid {
+            path: mpath.display().to_string(),
+            reason: format!(
+                "format version {}, this build reads {FORMAT_VERSION}",
+                manifest.format_version
+            ),
+        });
     }
     let mut files = Vec::new();
     for e in &manifest.files {
         let p = dir.join(&e.name);
         let data = fs::read(&p).map_err(|err| io(&p, err))?;
         if data.len() as u64 != e.size {
-            return Err(CheckpointError::Invalid { path: p.display().to_string(), reason: format!("truncated or resized: {} bytes, manifest says {}", data.len(), e.size) });
+            return Err(CheckpointError::Invalid {
+                path: p.display().to_string(),
+                reason: format!(
+                    "truncated or resized: {} bytes, manifest says {}",
+                    data.len(),
+                    e.size
+                ),
+            });
         }
         if format!("{:016x}", checksum(&data)) != e.checksum {
-            return Err(CheckpointError::Invalid { path: p.display().to_string(), reason: "corrupt: checksum does not match the manifest".into() });
+            return Err(CheckpointError::Invalid {
+                path: p.display().to_string(),
+                reason: "corrupt: checksum does not match the manifest".into(),
+            });
         }
         files.push((e.name.clone(), data));
     }
-    Ok(Checkpoint { dir, algorithm: manifest.algorithm, files })
+    Ok(Checkpoint {
+        dir,
+        algorithm: manifest.algorithm,
+        files,
+    })
 }
 
 #[cfg(test)]
@@ -184,8 +236,18 @@ mod tests {
     fn roundtrip_overwrite_and_corruption_named() {
         let root = tmpdir("rt");
         let dir = root.join("ck");
-        write_checkpoint(&dir, "ppo", &[("a.bin", vec![1, 2, 3]), ("b.json", b"{}".to_vec())]).unwrap();
-        write_checkpoint(&dir, "ppo", &[("a.bin", vec![4, 5, 6, 7]), ("b.json", b"{}".to_vec())]).unwrap();
+        write_checkpoint(
+            &dir,
+            "ppo",
+            &[("a.bin", vec![1, 2, 3]), ("b.json", b"{}".to_vec())],
+        )
+        .unwrap();
+        write_checkpoint(
+            &dir,
+            "ppo",
+            &[("a.bin", vec![4, 5, 6, 7]), ("b.json", b"{}".to_vec())],
+        )
+        .unwrap();
         let c = read_checkpoint(&dir).unwrap();
         assert_eq!(c.file("a.bin").unwrap(), &[4, 5, 6, 7]);
         assert!(c.file("zzz").unwrap_err().to_string().contains("zzz"));

@@ -80,7 +80,8 @@ impl RunConfig {
     /// Parses YAML text, applying `overrides` (`key=value`, dotted keys such as
     /// `algo_kwargs.n_steps=64`) first.
     pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, String> {
-        let mut v: serde_json::Value = serde_yaml::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
+        let mut v: serde_json::Value =
+            serde_yaml::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
         for o in overrides {
             apply_override(&mut v, o)?;
         }
@@ -95,17 +96,24 @@ impl RunConfig {
 
 /// Sets `key=value` (dotted path; value parsed as YAML) in a config tree.
 pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), String> {
-    let (key, val) = spec.split_once('=').ok_or_else(|| format!("--set {spec:?}: expected key=value"))?;
-    let val: serde_json::Value = serde_yaml::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
+    let (key, val) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("--set {spec:?}: expected key=value"))?;
+    let val: serde_json::Value =
+        serde_yaml::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
     let mut cur = root;
     let parts: Vec<&str> = key.split('.').collect();
     for (i, p) in parts.iter().enumerate() {
-        let obj = cur.as_object_mut().ok_or_else(|| format!("--set {key}: {} is not a mapping", parts[..i].join(".")))?;
+        let obj = cur
+            .as_object_mut()
+            .ok_or_else(|| format!("--set {key}: {} is not a mapping", parts[..i].join(".")))?;
         if i + 1 == parts.len() {
             obj.insert(p.to_string(), val);
             return Ok(());
         }
-        cur = obj.entry(p.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+        cur = obj
+            .entry(p.to_string())
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
     }
     Ok(())
 }
@@ -115,7 +123,11 @@ pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), St
 pub fn strict<T: DeserializeOwned>(v: serde_json::Value, source: &str) -> Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { format!("{path}: ") };
+        let path = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
         format!("{source}: {path}{}", e.inner())
     })
 }
@@ -124,11 +136,21 @@ pub fn strict<T: DeserializeOwned>(v: serde_json::Value, source: &str) -> Result
 mod tests {
     use super::*;
 
-    const BASE: &str = "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs:\n  n_steps: 32\n";
+    const BASE: &str =
+        "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs:\n  n_steps: 32\n";
 
     #[test]
     fn parses_and_overrides() {
-        let c = RunConfig::from_yaml(BASE, &["seed=3".into(), "algo_kwargs.batch_size=64".into(), "num_env_runners=4".into()], "t.yaml").unwrap();
+        let c = RunConfig::from_yaml(
+            BASE,
+            &[
+                "seed=3".into(),
+                "algo_kwargs.batch_size=64".into(),
+                "num_env_runners=4".into(),
+            ],
+            "t.yaml",
+        )
+        .unwrap();
         assert_eq!((c.seed, c.n_envs), (3, 4));
         assert_eq!(c.algo_kwargs["batch_size"], 64);
         assert_eq!(c.device, "flex");
@@ -137,9 +159,15 @@ mod tests {
     #[test]
     fn errors_name_the_key() {
         let e = RunConfig::from_yaml(&format!("{BASE}colour: red\n"), &[], "t.yaml").unwrap_err();
-        assert!(e.contains("t.yaml") && e.contains("colour") && e.contains("total_timesteps"), "{e}");
+        assert!(
+            e.contains("t.yaml") && e.contains("colour") && e.contains("total_timesteps"),
+            "{e}"
+        );
         let e = RunConfig::from_yaml(&BASE.replace("1000", "lots"), &[], "t.yaml").unwrap_err();
-        assert!(e.contains("total_timesteps") && e.contains("invalid type"), "{e}");
+        assert!(
+            e.contains("total_timesteps") && e.contains("invalid type"),
+            "{e}"
+        );
         let e = RunConfig::from_yaml("algorithm: ppo\n", &[], "t.yaml").unwrap_err();
         assert!(e.contains("missing field"), "{e}");
     }

@@ -10,11 +10,20 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
     let name = name.trim().to_ascii_lowercase();
     #[allow(unused_variables)]
     let (kind, index) = match name.split_once(':') {
-        Some((k, i)) => (k.to_string(), Some(i.parse::<usize>().map_err(|_| format!("device {name:?}: index {i:?} is not a number"))?)),
+        Some((k, i)) => (
+            k.to_string(),
+            Some(
+                i.parse::<usize>()
+                    .map_err(|_| format!("device {name:?}: index {i:?} is not a number"))?,
+            ),
+        ),
         None => (name.clone(), None),
     };
     let missing = |feat: &str| {
-        Err(format!("device {name:?} needs the `{feat}` feature, which this build lacks (compiled in: {})", compiled_devices().join(", ")))
+        Err(format!(
+            "device {name:?} needs the `{feat}` feature, which this build lacks (compiled in: {})",
+            compiled_devices().join(", ")
+        ))
     };
     match kind.as_str() {
         "flex" | "cpu" => {
@@ -31,7 +40,9 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
         "wgpu" | "gpu" => {
             #[cfg(feature = "wgpu")]
             {
-                Ok(Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(index.unwrap_or(0))))
+                Ok(Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(
+                    index.unwrap_or(0),
+                )))
             }
             #[cfg(not(feature = "wgpu"))]
             {
@@ -48,7 +59,10 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
                 missing("cuda")
             }
         }
-        other => Err(format!("unknown device {other:?}; expected flex, wgpu[:N] or cuda[:N] (compiled in: {})", compiled_devices().join(", "))),
+        other => Err(format!(
+            "unknown device {other:?}; expected flex, wgpu[:N] or cuda[:N] (compiled in: {})",
+            compiled_devices().join(", ")
+        )),
     }
 }
 
@@ -78,6 +92,10 @@ mod tests {
         let e = parse_device("tpu").unwrap_err();
         assert!(e.contains("unknown device \"tpu\""), "{e}");
         #[cfg(not(feature = "cuda"))]
-        assert!(parse_device("cuda:0").unwrap_err().contains("`cuda` feature"));
+        assert!(
+            parse_device("cuda:0")
+                .unwrap_err()
+                .contains("`cuda` feature")
+        );
     }
 }

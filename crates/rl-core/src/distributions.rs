@@ -3,7 +3,7 @@
 
 use crate::rng::Rng;
 use crate::spaces::Space;
-use burn::tensor::{activation, Int, Tensor};
+use burn::tensor::{Int, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
 const LOG_SQRT_2PI: f64 = 0.918_938_533_204_672_8; // ln(sqrt(2π))
@@ -22,12 +22,22 @@ pub fn categorical_entropy(logits: Tensor<2>) -> Tensor<1> {
 }
 
 /// Diagonal Gaussian `log_prob` summed over `D`, per-sample `[B]`.
-pub fn diag_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, actions: Tensor<2>) -> Tensor<1> {
-    diag_gaussian_log_prob_per_dim(mean, log_std, actions).sum_dim(1).squeeze_dim(1)
+pub fn diag_gaussian_log_prob(
+    mean: Tensor<2>,
+    log_std: Tensor<2>,
+    actions: Tensor<2>,
+) -> Tensor<1> {
+    diag_gaussian_log_prob_per_dim(mean, log_std, actions)
+        .sum_dim(1)
+        .squeeze_dim(1)
 }
 
 /// Diagonal Gaussian `log_prob` per dimension `[B, D]`.
-pub fn diag_gaussian_log_prob_per_dim(mean: Tensor<2>, log_std: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
+pub fn diag_gaussian_log_prob_per_dim(
+    mean: Tensor<2>,
+    log_std: Tensor<2>,
+    actions: Tensor<2>,
+) -> Tensor<2> {
     let var = log_std.clone().mul_scalar(2.0).exp();
     let d = actions - mean;
     (d.clone() * d).div(var.mul_scalar(2.0)).neg() - log_std.add_scalar(LOG_SQRT_2PI)
@@ -35,15 +45,30 @@ pub fn diag_gaussian_log_prob_per_dim(mean: Tensor<2>, log_std: Tensor<2>, actio
 
 /// Diagonal Gaussian entropy `[B]`.
 pub fn diag_gaussian_entropy(log_std: Tensor<2>) -> Tensor<1> {
-    log_std.add_scalar(0.5 + LOG_SQRT_2PI).sum_dim(1).squeeze_dim(1)
+    log_std
+        .add_scalar(0.5 + LOG_SQRT_2PI)
+        .sum_dim(1)
+        .squeeze_dim(1)
 }
 
 /// Tanh-squashed diagonal Gaussian `log_prob` `[B]` from the pre-tanh sample `u` (SB3's SAC
 /// path): `sum log N(u) - sum log(1 - tanh(u)² + 1e-6)`.
-pub fn squashed_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, gaussian_actions: Tensor<2>) -> Tensor<1> {
+pub fn squashed_gaussian_log_prob(
+    mean: Tensor<2>,
+    log_std: Tensor<2>,
+    gaussian_actions: Tensor<2>,
+) -> Tensor<1> {
     let lp = diag_gaussian_log_prob(mean, log_std, gaussian_actions.clone());
     let a = activation::tanh(gaussian_actions);
-    let corr = a.clone().mul(a).neg().add_scalar(1.0).add_scalar(1e-6).log().sum_dim(1).squeeze_dim(1);
+    let corr = a
+        .clone()
+        .mul(a)
+        .neg()
+        .add_scalar(1.0)
+        .add_scalar(1e-6)
+        .log()
+        .sum_dim(1)
+        .squeeze_dim(1);
     lp - corr
 }
 
@@ -51,7 +76,9 @@ pub fn squashed_gaussian_log_prob(mean: Tensor<2>, log_std: Tensor<2>, gaussian_
 pub fn bernoulli_log_prob(logits: Tensor<2>, actions: Tensor<2>) -> Tensor<1> {
     let lp1 = activation::log_sigmoid(logits.clone());
     let lp0 = activation::log_sigmoid(logits.neg());
-    (actions.clone() * lp1 + actions.neg().add_scalar(1.0) * lp0).sum_dim(1).squeeze_dim(1)
+    (actions.clone() * lp1 + actions.neg().add_scalar(1.0) * lp0)
+        .sum_dim(1)
+        .squeeze_dim(1)
 }
 
 /// Bernoulli entropy summed over flags `[B]`.
@@ -59,7 +86,10 @@ pub fn bernoulli_entropy(logits: Tensor<2>) -> Tensor<1> {
     let p = activation::sigmoid(logits.clone());
     let lp1 = activation::log_sigmoid(logits.clone());
     let lp0 = activation::log_sigmoid(logits.neg());
-    (p.clone() * lp1 + p.neg().add_scalar(1.0) * lp0).sum_dim(1).squeeze_dim(1).neg()
+    (p.clone() * lp1 + p.neg().add_scalar(1.0) * lp0)
+        .sum_dim(1)
+        .squeeze_dim(1)
+        .neg()
 }
 
 /// The distribution family for an action space (SB3's `make_proba_distribution`).
@@ -98,7 +128,10 @@ impl DistKind {
     /// The family for `space` (Box → unsquashed Gaussian, as PPO/A2C).
     pub fn for_space(space: &Space) -> Result<Self, String> {
         Ok(match space {
-            Space::Discrete { n, start } => DistKind::Categorical { n: *n, start: *start },
+            Space::Discrete { n, start } => DistKind::Categorical {
+                n: *n,
+                start: *start,
+            },
             Space::MultiDiscrete { nvec } => DistKind::MultiCategorical { nvec: nvec.clone() },
             Space::MultiBinary { n } => DistKind::Bernoulli { n: *n },
             Space::Box { low, .. } => DistKind::DiagGaussian { dim: low.len() },
@@ -118,12 +151,20 @@ impl DistKind {
 
     /// Whether the family has a `log_std` parameter.
     pub fn is_gaussian(&self) -> bool {
-        matches!(self, DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. })
+        matches!(
+            self,
+            DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. }
+        )
     }
 
     /// Log-probability `[B]` of raw `actions` `[B, act_dim]` given network outputs `params`
     /// `[B, param_dim]` and, for Gaussians, `log_std` `[B, dim]` (or broadcastable `[1, dim]`).
-    pub fn log_prob(&self, params: Tensor<2>, log_std: Option<Tensor<2>>, actions: Tensor<2>) -> Tensor<1> {
+    pub fn log_prob(
+        &self,
+        params: Tensor<2>,
+        log_std: Option<Tensor<2>>,
+        actions: Tensor<2>,
+    ) -> Tensor<1> {
         match self {
             DistKind::Categorical { start, .. } => {
                 let a = actions.sub_scalar(*start as f64).squeeze_dim::<1>(1).int();
@@ -184,7 +225,14 @@ impl DistKind {
     /// Samples (or takes the mode, when `deterministic`) one action for each row of `params`
     /// (`[B × param_dim]`, host memory), appending raw actions to `actions` and returning the
     /// log-probabilities (f32 arithmetic, as the tensor path).
-    pub fn sample(&self, params: &[f32], log_std: &[f32], rng: &mut Rng, deterministic: bool, actions: &mut Vec<f32>) -> Vec<f32> {
+    pub fn sample(
+        &self,
+        params: &[f32],
+        log_std: &[f32],
+        rng: &mut Rng,
+        deterministic: bool,
+        actions: &mut Vec<f32>,
+    ) -> Vec<f32> {
         let pd = self.param_dim();
         let b = params.len() / pd.max(1);
         let mut logps = Vec::with_capacity(b);
@@ -210,7 +258,11 @@ impl DistKind {
                     let mut lp = 0.0;
                     for &l in row {
                         let p = 1.0 / (1.0 + (-(l as f64)).exp());
-                        let a = if deterministic { p > 0.5 } else { rng.uniform() < p };
+                        let a = if deterministic {
+                            p > 0.5
+                        } else {
+                            rng.uniform() < p
+                        };
                         actions.push(a as u8 as f32);
                         lp += log_sigmoid(if a { l } else { -l });
                     }
@@ -222,7 +274,11 @@ impl DistKind {
                     for (i, &mu) in row.iter().enumerate() {
                         let ls = log_std[i % log_std.len()];
                         let std = ls.exp();
-                        let u = if deterministic { mu } else { mu + std * rng.normal() as f32 };
+                        let u = if deterministic {
+                            mu
+                        } else {
+                            mu + std * rng.normal() as f32
+                        };
                         let z = (u - mu) / std;
                         lp += -0.5 * z * z - ls - LOG_SQRT_2PI as f32;
                         if squash {

@@ -97,7 +97,10 @@ pub trait Env: Send {
     }
     /// Sets the raw internal state, if supported.
     fn set_state(&mut self, _state: &[f64]) -> Result<(), EnvError> {
-        Err(EnvError::Unsupported { env: self.id().to_string(), what: "set_state".into() })
+        Err(EnvError::Unsupported {
+            env: self.id().to_string(),
+            what: "set_state".into(),
+        })
     }
     /// A text rendering of the current state (Gymnasium's `ansi` mode), if any.
     fn render(&self) -> Option<String> {
@@ -118,18 +121,34 @@ pub trait Env: Send {
     /// Everything needed to continue this env exactly where it is (state, generator, wrapper
     /// counters), for bit-identical resume from a checkpoint.
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Err(EnvError::Unsupported { env: self.id().to_string(), what: "snapshot (needed to save a resumable checkpoint)".into() })
+        Err(EnvError::Unsupported {
+            env: self.id().to_string(),
+            what: "snapshot (needed to save a resumable checkpoint)".into(),
+        })
     }
     /// Restores a [`snapshot`](Env::snapshot).
     fn restore(&mut self, _snapshot: &serde_json::Value) -> Result<(), EnvError> {
-        Err(EnvError::Unsupported { env: self.id().to_string(), what: "restore".into() })
+        Err(EnvError::Unsupported {
+            env: self.id().to_string(),
+            what: "restore".into(),
+        })
     }
 }
 
 /// Reads field `key` of a snapshot, with an error naming the env and the field.
-pub fn snap_field<T: serde::de::DeserializeOwned>(env: &str, snap: &serde_json::Value, key: &str) -> Result<T, EnvError> {
-    let v = snap.get(key).ok_or_else(|| EnvError::InvalidState { env: env.to_string(), reason: format!("snapshot lacks field {key:?}") })?;
-    serde_json::from_value(v.clone()).map_err(|e| EnvError::InvalidState { env: env.to_string(), reason: format!("snapshot field {key:?}: {e}") })
+pub fn snap_field<T: serde::de::DeserializeOwned>(
+    env: &str,
+    snap: &serde_json::Value,
+    key: &str,
+) -> Result<T, EnvError> {
+    let v = snap.get(key).ok_or_else(|| EnvError::InvalidState {
+        env: env.to_string(),
+        reason: format!("snapshot lacks field {key:?}"),
+    })?;
+    serde_json::from_value(v.clone()).map_err(|e| EnvError::InvalidState {
+        env: env.to_string(),
+        reason: format!("snapshot field {key:?}: {e}"),
+    })
 }
 
 impl Env for Box<dyn Env> {
@@ -176,11 +195,13 @@ impl Env for Box<dyn Env> {
 
 /// Validates an action against the space, with an error naming the env.
 pub fn check_action(env: &str, space: &Space, action: &[f32]) -> Result<(), EnvError> {
-    space.check(action).map_err(|reason| EnvError::InvalidAction {
-        env: env.to_string(),
-        action: action.to_vec(),
-        reason,
-    })
+    space
+        .check(action)
+        .map_err(|reason| EnvError::InvalidAction {
+            env: env.to_string(),
+            action: action.to_vec(),
+            reason,
+        })
 }
 
 /// Keyword arguments for `make` (`gymnasium.make(id, **kwargs)`), as YAML/JSON values.
@@ -202,7 +223,8 @@ impl Registry {
     }
     /// Registers `id` with its factory and default time limit (`max_episode_steps`).
     pub fn register(&mut self, id: &str, factory: EnvFactory, max_episode_steps: Option<usize>) {
-        self.entries.insert(id.to_string(), (factory, max_episode_steps));
+        self.entries
+            .insert(id.to_string(), (factory, max_episode_steps));
     }
     /// Registered ids, sorted.
     pub fn ids(&self) -> Vec<&str> {
@@ -225,7 +247,9 @@ impl Registry {
             None => *default_max,
             Some(serde_json::Value::Null) => None,
             Some(v) => Some(v.as_u64().ok_or_else(|| {
-                EnvError::Make(format!("{id}: max_episode_steps must be a positive integer, got {v}"))
+                EnvError::Make(format!(
+                    "{id}: max_episode_steps must be a positive integer, got {v}"
+                ))
             })? as usize),
         };
         let env = factory(&kw)?;
@@ -256,7 +280,11 @@ pub fn check_kwargs(env: &str, kwargs: &Kwargs, allowed: &[&str]) -> Result<(), 
         if !allowed.contains(&k.as_str()) {
             return Err(EnvError::Make(format!(
                 "{env}: unknown keyword argument {k:?}; allowed: {}",
-                if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+                if allowed.is_empty() {
+                    "none".to_string()
+                } else {
+                    allowed.join(", ")
+                }
             )));
         }
     }

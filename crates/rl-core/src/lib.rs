@@ -27,7 +27,9 @@ pub mod testing;
 pub mod vec_env;
 pub mod wrappers;
 
-pub use algorithm::{Algorithm, Callback, Control, EvalResult, Event, Learner, RlError, StopConditions};
+pub use algorithm::{
+    Algorithm, Callback, Control, EvalResult, Event, Learner, RlError, StopConditions,
+};
 pub use env::{Env, EnvError, Info, Step};
 pub use rng::Rng;
 pub use spaces::Space;

@@ -15,7 +15,11 @@ fn crc32c(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= b as u32;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -35,7 +39,10 @@ fn varint(mut v: u64, out: &mut Vec<u8>) {
 }
 
 fn wall_time() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// Writes TensorBoard event files (TFRecord framing of `Event` protos with scalar summaries).
@@ -49,7 +56,10 @@ impl TensorBoardWriter {
     pub fn create(dir: &Path) -> std::io::Result<Self> {
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("events.out.tfevents.{}.rl", wall_time() as u64));
-        let mut w = Self { out: BufWriter::new(File::create(&path)?), path };
+        let mut w = Self {
+            out: BufWriter::new(File::create(&path)?),
+            path,
+        };
         // First event: the file version.
         let mut ev = Vec::new();
         ev.push(0x09);
@@ -134,7 +144,12 @@ impl Logger {
         let mut obj = serde_json::Map::new();
         obj.insert("global_step".into(), step.into());
         for (k, &v) in metrics {
-            obj.insert(k.clone(), serde_json::Number::from_f64(v).map(Into::into).unwrap_or(serde_json::Value::Null));
+            obj.insert(
+                k.clone(),
+                serde_json::Number::from_f64(v)
+                    .map(Into::into)
+                    .unwrap_or(serde_json::Value::Null),
+            );
         }
         writeln!(self.jsonl, "{}", serde_json::Value::Object(obj))?;
         Ok(())
@@ -176,9 +191,15 @@ mod tests {
         let mut n = 0;
         while o < data.len() {
             let len = u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
-            assert_eq!(u32::from_le_bytes(data[o + 8..o + 12].try_into().unwrap()), masked_crc(&data[o..o + 8]));
+            assert_eq!(
+                u32::from_le_bytes(data[o + 8..o + 12].try_into().unwrap()),
+                masked_crc(&data[o..o + 8])
+            );
             let body = &data[o + 12..o + 12 + len];
-            assert_eq!(u32::from_le_bytes(data[o + 12 + len..o + 16 + len].try_into().unwrap()), masked_crc(body));
+            assert_eq!(
+                u32::from_le_bytes(data[o + 12 + len..o + 16 + len].try_into().unwrap()),
+                masked_crc(body)
+            );
             o += 16 + len;
             n += 1;
         }

@@ -4,7 +4,7 @@
 use crate::rng::Rng;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::{activation, Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 
 /// Hidden-layer activation.
@@ -41,9 +41,15 @@ impl Activation {
 /// An orthogonal matrix of shape `[rows, cols]` scaled by `gain` (torch's `orthogonal_`:
 /// QR of a standard normal matrix, signs fixed by the diagonal of R).
 pub fn orthogonal(rows: usize, cols: usize, gain: f64, rng: &mut Rng) -> Vec<f32> {
-    let (r, c) = if rows < cols { (cols, rows) } else { (rows, cols) };
+    let (r, c) = if rows < cols {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    };
     // r >= c: Gram-Schmidt (modified) on the c columns of an r×c normal matrix.
-    let mut a: Vec<Vec<f64>> = (0..c).map(|_| (0..r).map(|_| rng.normal()).collect()).collect();
+    let mut a: Vec<Vec<f64>> = (0..c)
+        .map(|_| (0..r).map(|_| rng.normal()).collect())
+        .collect();
     for j in 0..c {
         for k in 0..j {
             let dot: f64 = (0..r).map(|i| a[j][i] * a[k][i]).sum();
@@ -51,7 +57,11 @@ pub fn orthogonal(rows: usize, cols: usize, gain: f64, rng: &mut Rng) -> Vec<f32
                 a[j][i] -= dot * a[k][i];
             }
         }
-        let norm = (0..r).map(|i| a[j][i] * a[j][i]).sum::<f64>().sqrt().max(1e-12);
+        let norm = (0..r)
+            .map(|i| a[j][i] * a[j][i])
+            .sum::<f64>()
+            .sqrt()
+            .max(1e-12);
         for i in 0..r {
             a[j][i] /= norm;
         }
@@ -68,11 +78,20 @@ pub fn orthogonal(rows: usize, cols: usize, gain: f64, rng: &mut Rng) -> Vec<f32
 }
 
 /// A linear layer `[d_in → d_out]` with orthogonal weights (`gain`) and zero bias.
-pub fn linear_orthogonal(d_in: usize, d_out: usize, gain: f64, rng: &mut Rng, device: &Device) -> Linear {
+pub fn linear_orthogonal(
+    d_in: usize,
+    d_out: usize,
+    gain: f64,
+    rng: &mut Rng,
+    device: &Device,
+) -> Linear {
     let w = orthogonal(d_in, d_out, gain, rng);
     Linear {
         weight: Param::from_data(TensorData::new(w, [d_in, d_out]), device),
-        bias: Some(Param::from_data(TensorData::new(vec![0.0f32; d_out], [d_out]), device)),
+        bias: Some(Param::from_data(
+            TensorData::new(vec![0.0f32; d_out], [d_out]),
+            device,
+        )),
     }
 }
 
@@ -102,8 +121,14 @@ impl MlpConfig {
             layers.push(linear_orthogonal(d, h, self.hidden_gain, rng, device));
             d = h;
         }
-        let output = self.d_output.map(|o| linear_orthogonal(d, o, self.output_gain, rng, device));
-        Mlp { layers, output, activation: self.activation }
+        let output = self
+            .d_output
+            .map(|o| linear_orthogonal(d, o, self.output_gain, rng, device));
+        Mlp {
+            layers,
+            output,
+            activation: self.activation,
+        }
     }
 }
 
@@ -155,7 +180,11 @@ mod tests {
                 for b in 0..n {
                     let dot: f64 = (0..m)
                         .map(|k| {
-                            let (x, y) = if r >= c { (w[k * c + a], w[k * c + b]) } else { (w[a * c + k], w[b * c + k]) };
+                            let (x, y) = if r >= c {
+                                (w[k * c + a], w[k * c + b])
+                            } else {
+                                (w[a * c + k], w[b * c + k])
+                            };
                             x as f64 * y as f64
                         })
                         .sum();

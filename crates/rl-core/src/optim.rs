@@ -5,7 +5,7 @@
 //! vector does that in a handful of tensor ops, keeps the optimizer state in walking order
 //! (see [`crate::params`]), and saves it without burn's random parameter ids.
 
-use crate::params::{flat_grads, sub_flat, to_vec1, TensorFileError, TensorMap};
+use crate::params::{TensorFileError, TensorMap, flat_grads, sub_flat, to_vec1};
 use burn::module::Module;
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,11 @@ pub enum OptimizerKind {
 impl OptimizerKind {
     /// Adam with torch's defaults and the given epsilon (SB3 PPO uses 1e-5).
     pub fn adam(eps: f64) -> Self {
-        OptimizerKind::Adam { beta1: 0.9, beta2: 0.999, eps }
+        OptimizerKind::Adam {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps,
+        }
     }
 }
 
@@ -60,7 +64,13 @@ pub struct FlatOptimizer {
 impl FlatOptimizer {
     /// A new optimizer; `max_grad_norm` clips by the global norm when set.
     pub fn new(kind: OptimizerKind, max_grad_norm: Option<f64>) -> Self {
-        Self { kind, max_grad_norm, step: 0, m: None, v: None }
+        Self {
+            kind,
+            max_grad_norm,
+            step: 0,
+            m: None,
+            v: None,
+        }
     }
 
     /// Number of steps taken.
@@ -69,7 +79,13 @@ impl FlatOptimizer {
     }
 
     /// One step: reads the module's gradients from `grads`, clips, updates, returns the module.
-    pub fn step<M: Module>(&mut self, lr: f64, module: M, grads: Gradients, device: &Device) -> (M, StepStats) {
+    pub fn step<M: Module>(
+        &mut self,
+        lr: f64,
+        module: M,
+        grads: Gradients,
+        device: &Device,
+    ) -> (M, StepStats) {
         let g = flat_grads(&module, grads, device);
         let norm_t = g.clone().square().sum().sqrt();
         let grad_norm = norm_t.clone().into_scalar::<f32>();
@@ -123,7 +139,15 @@ impl FlatOptimizer {
     }
 
     /// Restores what [`save`](Self::save) wrote, for a model of `n_params` parameters.
-    pub fn load(&mut self, prefix: &str, map: &mut TensorMap, steps: u64, n_params: usize, file: &str, device: &Device) -> Result<(), TensorFileError> {
+    pub fn load(
+        &mut self,
+        prefix: &str,
+        map: &mut TensorMap,
+        steps: u64,
+        n_params: usize,
+        file: &str,
+        device: &Device,
+    ) -> Result<(), TensorFileError> {
         self.step = steps;
         let dev = device.clone().inner();
         let mut get = |name: &str| -> Result<Option<Tensor<1>>, TensorFileError> {
@@ -132,13 +156,20 @@ impl FlatOptimizer {
                 return Ok(None);
             }
             let d = map.take(&key, &[n_params], file)?;
-            Ok(Some(Tensor::from_data(TensorData::new(d, [n_params]), &dev)))
+            Ok(Some(Tensor::from_data(
+                TensorData::new(d, [n_params]),
+                &dev,
+            )))
         };
         self.m = get("m")?;
         self.v = get("v")?;
         let needs_m = matches!(self.kind, OptimizerKind::Adam { .. });
         if steps > 0 && (self.v.is_none() || (needs_m && self.m.is_none())) {
-            return Err(TensorFileError::Tensor { file: file.into(), name: format!("{prefix}.v"), reason: "optimizer state missing for a run that has taken steps".into() });
+            return Err(TensorFileError::Tensor {
+                file: file.into(),
+                name: format!("{prefix}.v"),
+                reason: "optimizer state missing for a run that has taken steps".into(),
+            });
         }
         Ok(())
     }

@@ -53,13 +53,19 @@ impl ModuleVisitor for InfoVisitor {
         self.path.exit()
     }
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.out.push(ParamInfo { path: self.path.path(), shape: param.val().dims().to_vec() });
+        self.out.push(ParamInfo {
+            path: self.path.path(),
+            shape: param.val().dims().to_vec(),
+        });
     }
 }
 
 /// Paths and shapes of the module's float parameters, in walking order.
 pub fn param_infos<M: Module>(module: &M) -> Vec<ParamInfo> {
-    let mut v = InfoVisitor { path: PathTracker::default(), out: Vec::new() };
+    let mut v = InfoVisitor {
+        path: PathTracker::default(),
+        out: Vec::new(),
+    };
     module.visit(&mut v);
     v.out
 }
@@ -84,9 +90,17 @@ impl ModuleVisitor for FlatGradVisitor<'_> {
 
 /// All gradients of `module` concatenated into one flat vector (inner backend, no autodiff),
 /// in walking order; parameters without a gradient contribute zeros.
-pub fn flat_grads<M: Module>(module: &M, grads: burn::tensor::Gradients, device: &Device) -> Tensor<1> {
+pub fn flat_grads<M: Module>(
+    module: &M,
+    grads: burn::tensor::Gradients,
+    device: &Device,
+) -> Tensor<1> {
     let mut gp = GradientsParams::from_grads(grads, module);
-    let mut v = FlatGradVisitor { grads: &mut gp, parts: Vec::new(), device: device.clone().inner() };
+    let mut v = FlatGradVisitor {
+        grads: &mut gp,
+        parts: Vec::new(),
+        device: device.clone().inner(),
+    };
     module.visit(&mut v);
     Tensor::cat(v.parts, 0)
 }
@@ -121,7 +135,11 @@ impl ModuleMapper for SubFlatMapper {
         let n: usize = dims.iter().product();
         let d = self.delta.clone().narrow(0, self.offset, n).reshape(dims);
         self.offset += n;
-        Param::from_mapped_value(id, restore_like(&tensor, tensor.clone().inner() - d), mapper)
+        Param::from_mapped_value(
+            id,
+            restore_like(&tensor, tensor.clone().inner() - d),
+            mapper,
+        )
     }
 }
 
@@ -147,7 +165,11 @@ fn restore_like<const D: usize>(original: &Tensor<D>, updated: Tensor<D>) -> Ten
     let updated = updated.to_device(&original.device().inner());
     if original.is_autodiff() {
         let t = Tensor::from_inner(updated);
-        if original.is_require_grad() { t.require_grad() } else { t }
+        if original.is_require_grad() {
+            t.require_grad()
+        } else {
+            t
+        }
     } else {
         updated
     }
@@ -203,13 +225,21 @@ impl TensorMap {
 
     /// Serializes to safetensors bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let bytes: Vec<Vec<u8>> = self.0.values().map(|(_, d)| d.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+        let bytes: Vec<Vec<u8>> = self
+            .0
+            .values()
+            .map(|(_, d)| d.iter().flat_map(|v| v.to_le_bytes()).collect())
+            .collect();
         let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = self
             .0
             .iter()
             .zip(&bytes)
             .map(|((k, (shape, _)), b)| {
-                (k.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b).expect("shape matches data"))
+                (
+                    k.clone(),
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
+                        .expect("shape matches data"),
+                )
             })
             .collect();
         safetensors::serialize(views, None).expect("in-memory serialization")
@@ -217,24 +247,48 @@ impl TensorMap {
 
     /// Parses safetensors bytes; `file` names the source in errors.
     pub fn from_bytes(bytes: &[u8], file: &str) -> Result<Self, TensorFileError> {
-        let st = safetensors::SafeTensors::deserialize(bytes)
-            .map_err(|e| TensorFileError::Format { file: file.into(), reason: e.to_string() })?;
+        let st =
+            safetensors::SafeTensors::deserialize(bytes).map_err(|e| TensorFileError::Format {
+                file: file.into(),
+                reason: e.to_string(),
+            })?;
         let mut map = BTreeMap::new();
         for (name, view) in st.tensors() {
             if view.dtype() != safetensors::Dtype::F32 {
-                return Err(TensorFileError::Tensor { file: file.into(), name, reason: format!("dtype {:?}, expected F32", view.dtype()) });
+                return Err(TensorFileError::Tensor {
+                    file: file.into(),
+                    name,
+                    reason: format!("dtype {:?}, expected F32", view.dtype()),
+                });
             }
-            let data: Vec<f32> = view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let data: Vec<f32> = view
+                .data()
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
             map.insert(name, (view.shape().to_vec(), data));
         }
         Ok(Self(map))
     }
 
     /// Removes and returns tensor `name`, checking its shape.
-    pub fn take(&mut self, name: &str, shape: &[usize], file: &str) -> Result<Vec<f32>, TensorFileError> {
-        let (s, d) = self.0.remove(name).ok_or_else(|| TensorFileError::Tensor { file: file.into(), name: name.into(), reason: "missing".into() })?;
+    pub fn take(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        file: &str,
+    ) -> Result<Vec<f32>, TensorFileError> {
+        let (s, d) = self.0.remove(name).ok_or_else(|| TensorFileError::Tensor {
+            file: file.into(),
+            name: name.into(),
+            reason: "missing".into(),
+        })?;
         if s != shape {
-            return Err(TensorFileError::Tensor { file: file.into(), name: name.into(), reason: format!("shape {s:?}, expected {shape:?}") });
+            return Err(TensorFileError::Tensor {
+                file: file.into(),
+                name: name.into(),
+                reason: format!("shape {s:?}, expected {shape:?}"),
+            });
         }
         Ok(d)
     }
@@ -261,14 +315,23 @@ pub fn module_tensors<M: Module>(module: &M) -> TensorMap {
 
 /// Loads parameters by path from `map` into `module`; every parameter must be present with its
 /// shape, and no extra tensor may remain.
-pub fn load_module_tensors<M: Module>(module: M, map: &TensorMap, file: &str, device: &Device) -> Result<M, TensorFileError> {
+pub fn load_module_tensors<M: Module>(
+    module: M,
+    map: &TensorMap,
+    file: &str,
+    device: &Device,
+) -> Result<M, TensorFileError> {
     let mut map = map.clone();
     let mut flat = Vec::new();
     for p in param_infos(&module) {
         flat.extend(map.take(&p.path, &p.shape, file)?);
     }
     if let Some(extra) = map.0.keys().next() {
-        return Err(TensorFileError::Tensor { file: file.into(), name: extra.clone(), reason: "not a parameter of this model".into() });
+        return Err(TensorFileError::Tensor {
+            file: file.into(),
+            name: extra.clone(),
+            reason: "not a parameter of this model".into(),
+        });
     }
     let n = flat.len();
     let values = Tensor::<1>::from_data(TensorData::new(flat, [n]), &device.clone().inner());

@@ -6,14 +6,28 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// Draws the curves of `history` (`(step, metric, value)`) into `path`.
-pub fn learning_curve(history: &[(u64, String, f64)], path: &Path, title: &str) -> Result<(), String> {
-    let series = |name: &str| -> Vec<(f64, f64)> { history.iter().filter(|(_, k, v)| k == name && v.is_finite()).map(|(s, _, v)| (*s as f64, *v)).collect() };
+pub fn learning_curve(
+    history: &[(u64, String, f64)],
+    path: &Path,
+    title: &str,
+) -> Result<(), String> {
+    let series = |name: &str| -> Vec<(f64, f64)> {
+        history
+            .iter()
+            .filter(|(_, k, v)| k == name && v.is_finite())
+            .map(|(s, _, v)| (*s as f64, *v))
+            .collect()
+    };
     let train = series("charts/episodic_return");
     let eval = series("eval/mean_reward");
     let all: Vec<&(f64, f64)> = train.iter().chain(&eval).collect();
     let (w, h) = (800u32, 480u32);
     let (x0, x1) = (0.0, all.iter().map(|p| p.0).fold(1.0, f64::max));
-    let (mut y0, mut y1) = all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (mut y0, mut y1) = all
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.1), b.max(p.1))
+        });
     if !y0.is_finite() {
         (y0, y1) = (0.0, 1.0);
     }
@@ -29,18 +43,33 @@ pub fn learning_curve(history: &[(u64, String, f64)], path: &Path, title: &str) 
     for i in 0..=10 {
         let gx = ml + i * (w as i32 - ml - mr) / 10;
         let gy = mt + i * (h as i32 - mt - mb) / 10;
-        root.draw(&PathElement::new(vec![(gx, mt), (gx, h as i32 - mb)], grid)).map_err(|e| e.to_string())?;
-        root.draw(&PathElement::new(vec![(ml, gy), (w as i32 - mr, gy)], grid)).map_err(|e| e.to_string())?;
+        root.draw(&PathElement::new(vec![(gx, mt), (gx, h as i32 - mb)], grid))
+            .map_err(|e| e.to_string())?;
+        root.draw(&PathElement::new(vec![(ml, gy), (w as i32 - mr, gy)], grid))
+            .map_err(|e| e.to_string())?;
     }
     let axis = RGBColor(60, 60, 60);
-    root.draw(&PathElement::new(vec![(ml, mt), (ml, h as i32 - mb), (w as i32 - mr, h as i32 - mb)], axis)).map_err(|e| e.to_string())?;
-    for (pts, color) in [(&train, RGBColor(50, 100, 220)), (&eval, RGBColor(220, 50, 50))] {
+    root.draw(&PathElement::new(
+        vec![
+            (ml, mt),
+            (ml, h as i32 - mb),
+            (w as i32 - mr, h as i32 - mb),
+        ],
+        axis,
+    ))
+    .map_err(|e| e.to_string())?;
+    for (pts, color) in [
+        (&train, RGBColor(50, 100, 220)),
+        (&eval, RGBColor(220, 50, 50)),
+    ] {
         let line: Vec<(i32, i32)> = pts.iter().map(|&(x, y)| (px(x), py(y))).collect();
         if line.len() > 1 {
-            root.draw(&PathElement::new(line.clone(), color.stroke_width(2))).map_err(|e| e.to_string())?;
+            root.draw(&PathElement::new(line.clone(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?;
         }
         for p in line {
-            root.draw(&Circle::new(p, 3, color.filled())).map_err(|e| e.to_string())?;
+            root.draw(&Circle::new(p, 3, color.filled()))
+                .map_err(|e| e.to_string())?;
         }
     }
     root.present().map_err(|e| e.to_string())?;

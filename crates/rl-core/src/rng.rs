@@ -146,7 +146,10 @@ mod tests {
         let saved = serde_json::to_string(&a).unwrap();
         let mut c: Rng = serde_json::from_str(&saved).unwrap();
         assert_eq!(a.next(), c.next());
-        assert_ne!(Rng::for_stream(0, "env").next(), Rng::for_stream(0, "policy").next());
+        assert_ne!(
+            Rng::for_stream(0, "env").next(),
+            Rng::for_stream(0, "policy").next()
+        );
     }
 
     #[test]

@@ -40,34 +40,67 @@ fn io_err(path: &Path, e: std::io::Error) -> RlError {
 
 /// Runs `algo` until its budget (or another stop condition), writing logs, checkpoints and the
 /// learning curve into `run_dir`, and evaluating on `eval_env`.
-pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dyn Env, run_dir: &Path, show_progress: bool) -> Result<RunSummary, RlError> {
+pub fn run_training(
+    algo: &mut dyn Algorithm,
+    run: &RunConfig,
+    eval_env: &mut dyn Env,
+    run_dir: &Path,
+    show_progress: bool,
+) -> Result<RunSummary, RlError> {
     std::fs::create_dir_all(run_dir).map_err(|e| io_err(run_dir, e))?;
     let cfg_path = run_dir.join("config.yaml");
-    crate::checkpoint::write_file_atomic(&cfg_path, serde_yaml::to_string(run).map_err(|e| RlError::Other(e.to_string()))?.as_bytes())?;
+    crate::checkpoint::write_file_atomic(
+        &cfg_path,
+        serde_yaml::to_string(run)
+            .map_err(|e| RlError::Other(e.to_string()))?
+            .as_bytes(),
+    )?;
     let mut log = Logger::create(run_dir).map_err(|e| io_err(run_dir, e))?;
     let total = algo.total_timesteps();
-    let bar = if show_progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
-    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}").expect("valid template"));
+    let bar = if show_progress {
+        ProgressBar::new(total)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}")
+            .expect("valid template"),
+    );
     bar.set_position(algo.num_timesteps());
     let started = Instant::now();
     let mut recent: VecDeque<f64> = VecDeque::with_capacity(100);
     let mut best: Option<(f64, u64)> = None;
-    let mut next_eval = if run.eval_freq > 0 { (algo.num_timesteps() / run.eval_freq + 1) * run.eval_freq } else { u64::MAX };
-    let mut next_ckpt = if run.checkpoint_freq > 0 { (algo.num_timesteps() / run.checkpoint_freq + 1) * run.checkpoint_freq } else { u64::MAX };
-    let evaluate = |algo: &mut dyn Algorithm, env: &mut dyn Env, log: &mut Logger| -> Result<EvalResult, RlError> {
+    let mut next_eval = if run.eval_freq > 0 {
+        (algo.num_timesteps() / run.eval_freq + 1) * run.eval_freq
+    } else {
+        u64::MAX
+    };
+    let mut next_ckpt = if run.checkpoint_freq > 0 {
+        (algo.num_timesteps() / run.checkpoint_freq + 1) * run.checkpoint_freq
+    } else {
+        u64::MAX
+    };
+    let evaluate = |algo: &mut dyn Algorithm,
+                    env: &mut dyn Env,
+                    log: &mut Logger|
+     -> Result<EvalResult, RlError> {
         let r = algo.evaluate(env, run.n_eval_episodes, true, run.eval_seed())?;
         let mut m = Metrics::new();
         m.insert("eval/mean_reward".into(), r.mean_return);
         m.insert("eval/std_reward".into(), r.std_return);
         m.insert("eval/mean_ep_length".into(), r.mean_length);
-        log.log(algo.num_timesteps(), &m).map_err(|e| RlError::Other(e.to_string()))?;
+        log.log(algo.num_timesteps(), &m)
+            .map_err(|e| RlError::Other(e.to_string()))?;
         Ok(r)
     };
     let mut last_eval: Option<EvalResult> = None;
     loop {
         let ts = algo.num_timesteps();
-        let stop_by_threshold = matches!((run.return_threshold, &last_eval), (Some(t), Some(r)) if r.mean_return >= t);
-        let stop_by_time = run.max_wall_seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s);
+        let stop_by_threshold =
+            matches!((run.return_threshold, &last_eval), (Some(t), Some(r)) if r.mean_return >= t);
+        let stop_by_time = run
+            .max_wall_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
         if ts >= algo.total_timesteps() || stop_by_threshold || stop_by_time {
             break;
         }
@@ -82,7 +115,10 @@ pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dy
         log.log(ts, &m).map_err(|e| RlError::Other(e.to_string()))?;
         bar.set_position(ts);
         if !recent.is_empty() {
-            bar.set_message(format!("return {:.1}", recent.iter().sum::<f64>() / recent.len() as f64));
+            bar.set_message(format!(
+                "return {:.1}",
+                recent.iter().sum::<f64>() / recent.len() as f64
+            ));
         }
         if ts >= next_eval {
             while next_eval <= ts {
@@ -92,7 +128,10 @@ pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dy
             if best.is_none_or(|(b, _)| r.mean_return > b) {
                 best = Some((r.mean_return, ts));
             }
-            bar.println(format!("step {ts}: eval mean return {:.2} ± {:.2}", r.mean_return, r.std_return));
+            bar.println(format!(
+                "step {ts}: eval mean return {:.2} ± {:.2}",
+                r.mean_return, r.std_return
+            ));
             last_eval = Some(r);
         }
         if ts >= next_ckpt {
@@ -112,14 +151,27 @@ pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dy
     algo.save(&ckpt)?;
     log.flush().map_err(|e| io_err(run_dir, e))?;
     let png = run_dir.join("learning_curve.png");
-    crate::plot::learning_curve(log.history(), &png, &format!("{} {}", run.algorithm, run.env_id)).map_err(|e| RlError::Other(format!("{}: {e}", png.display())))?;
+    crate::plot::learning_curve(
+        log.history(),
+        &png,
+        &format!("{} {}", run.algorithm, run.env_id),
+    )
+    .map_err(|e| RlError::Other(format!("{}: {e}", png.display())))?;
     Ok(RunSummary {
         total_timesteps: algo.num_timesteps(),
         train_seconds: started.elapsed().as_secs_f64(),
         eval_mean_return: final_eval.mean_return,
         eval_std_return: final_eval.std_return,
-        best_eval_mean_return: if run.eval_freq > 0 { best.map(|b| b.0) } else { None },
-        best_eval_timesteps: if run.eval_freq > 0 { best.map(|b| b.1) } else { None },
+        best_eval_mean_return: if run.eval_freq > 0 {
+            best.map(|b| b.0)
+        } else {
+            None
+        },
+        best_eval_timesteps: if run.eval_freq > 0 {
+            best.map(|b| b.1)
+        } else {
+            None
+        },
         run_dir: run_dir.display().to_string(),
         checkpoint: ckpt.display().to_string(),
     })
@@ -127,6 +179,12 @@ pub fn run_training(algo: &mut dyn Algorithm, run: &RunConfig, eval_env: &mut dy
 
 /// A fresh run directory under `root`: `<algo>_<env>_seed<seed>_<unix time>`.
 pub fn default_run_dir(root: &Path, run: &RunConfig) -> PathBuf {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    root.join(format!("{}_{}_seed{}_{t}", run.algorithm, run.env_id, run.seed))
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    root.join(format!(
+        "{}_{}_seed{}_{t}",
+        run.algorithm, run.env_id, run.seed
+    ))
 }

@@ -46,13 +46,20 @@ impl Schedule {
     /// Parses `0.1`, `"0.1"`, `"lin_0.1"`, `"linear_0.1"` or `[[0, 1.0], [1000, 0.1]]`.
     pub fn parse(v: &serde_json::Value) -> Result<Self, String> {
         match v {
-            serde_json::Value::Number(n) => n.as_f64().map(Schedule::Constant).ok_or_else(|| format!("{n} is not a number")),
+            serde_json::Value::Number(n) => n
+                .as_f64()
+                .map(Schedule::Constant)
+                .ok_or_else(|| format!("{n} is not a number")),
             serde_json::Value::String(s) => {
                 let s = s.trim();
                 if let Some(rest) = s.strip_prefix("lin_").or_else(|| s.strip_prefix("linear_")) {
-                    rest.parse::<f64>().map(Schedule::Linear).map_err(|_| format!("{s:?}: expected lin_<number>"))
+                    rest.parse::<f64>()
+                        .map(Schedule::Linear)
+                        .map_err(|_| format!("{s:?}: expected lin_<number>"))
                 } else {
-                    s.parse::<f64>().map(Schedule::Constant).map_err(|_| format!("{s:?}: expected a number, lin_<number> or [[t, v], …]"))
+                    s.parse::<f64>().map(Schedule::Constant).map_err(|_| {
+                        format!("{s:?}: expected a number, lin_<number> or [[t, v], …]")
+                    })
                 }
             }
             serde_json::Value::Array(items) => {
@@ -74,7 +81,9 @@ impl Schedule {
                 }
                 Ok(Schedule::Piecewise(pts))
             }
-            other => Err(format!("{other}: expected a number, lin_<number> or [[t, v], …]")),
+            other => Err(format!(
+                "{other}: expected a number, lin_<number> or [[t, v], …]"
+            )),
         }
     }
 }
@@ -118,7 +127,10 @@ mod tests {
         assert_eq!(p.value(50, 0), 0.5);
         assert_eq!(p.value(150, 0), 0.25);
         assert_eq!(p.value(1000, 0), 0.5);
-        assert_eq!(Schedule::parse(&serde_json::json!(0.2)).unwrap(), Schedule::Constant(0.2));
+        assert_eq!(
+            Schedule::parse(&serde_json::json!(0.2)).unwrap(),
+            Schedule::Constant(0.2)
+        );
         assert!(Schedule::parse(&serde_json::json!("fast")).is_err());
         assert!(Schedule::parse(&serde_json::json!([[10, 1.0], [5, 0.0]])).is_err());
         let y: Schedule = serde_yaml::from_str("lin_0.2").unwrap();

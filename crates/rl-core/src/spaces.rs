@@ -66,7 +66,11 @@ impl Space {
     /// A box of the given shape with the same bounds everywhere.
     pub fn uniform_box(low: f32, high: f32, shape: &[usize]) -> Self {
         let n = shape.iter().product();
-        Space::Box { low: vec![low; n], high: vec![high; n], shape: shape.to_vec() }
+        Space::Box {
+            low: vec![low; n],
+            high: vec![high; n],
+            shape: shape.to_vec(),
+        }
     }
 
     /// A Dict space; keys are sorted.
@@ -112,8 +116,10 @@ impl Space {
                 format!("Tuple({})", p.join(", "))
             }
             Space::Dict { spaces } => {
-                let p: Vec<String> =
-                    spaces.iter().map(|(k, s)| format!("{k}: {}", s.describe())).collect();
+                let p: Vec<String> = spaces
+                    .iter()
+                    .map(|(k, s)| format!("{k}: {}", s.describe()))
+                    .collect();
                 format!("Dict({})", p.join(", "))
             }
         }
@@ -138,7 +144,10 @@ impl Space {
             Space::Discrete { n, start } => {
                 let v = raw[0];
                 if v.fract() != 0.0 || !(v as i64 >= *start && (v as i64) < start + *n as i64) {
-                    return Err(format!("{v} is not an integer in [{start}, {})", start + *n as i64));
+                    return Err(format!(
+                        "{v} is not an integer in [{start}, {})",
+                        start + *n as i64
+                    ));
                 }
             }
             Space::Box { low, high, .. } => {
@@ -169,7 +178,8 @@ impl Space {
                 let mut o = 0;
                 for (i, s) in spaces.iter().enumerate() {
                     let d = s.raw_dim();
-                    s.check(&raw[o..o + d]).map_err(|e| format!("part {i}: {e}"))?;
+                    s.check(&raw[o..o + d])
+                        .map_err(|e| format!("part {i}: {e}"))?;
                     o += d;
                 }
             }
@@ -177,7 +187,8 @@ impl Space {
                 let mut o = 0;
                 for (k, s) in spaces {
                     let d = s.raw_dim();
-                    s.check(&raw[o..o + d]).map_err(|e| format!("key {k:?}: {e}"))?;
+                    s.check(&raw[o..o + d])
+                        .map_err(|e| format!("key {k:?}: {e}"))?;
                     o += d;
                 }
             }
@@ -350,7 +361,11 @@ mod tests {
         let d = Space::discrete(2);
         assert!(!d.contains(&[2.0]));
         assert!(!d.contains(&[0.5]));
-        assert!(d.check(&[0.0, 1.0]).unwrap_err().contains("expected 1 values"));
+        assert!(
+            d.check(&[0.0, 1.0])
+                .unwrap_err()
+                .contains("expected 1 values")
+        );
         let b = Space::boxed(vec![-1.0], vec![1.0]);
         assert!(b.check(&[1.5]).unwrap_err().contains("outside"));
         assert!(!b.contains(&[f32::NAN]));
@@ -358,7 +373,10 @@ mod tests {
 
     #[test]
     fn unbounded_box_samples_finite() {
-        let s = Space::boxed(vec![f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY], vec![f32::INFINITY, f32::INFINITY, 1.0]);
+        let s = Space::boxed(
+            vec![f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY],
+            vec![f32::INFINITY, f32::INFINITY, 1.0],
+        );
         let mut rng = Rng::seed_from(0);
         for _ in 0..100 {
             let mut v = Vec::new();

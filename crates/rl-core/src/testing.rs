@@ -18,6 +18,8 @@ pub fn workspace_root(start: &Path) -> PathBuf {
 /// `../shared/ref/envs`); a relative path in `var` is also taken from the workspace root.
 pub fn reference_path(var: &str, default: &str, manifest_dir: &str) -> PathBuf {
     let root = workspace_root(Path::new(manifest_dir));
-    let p = std::env::var(var).map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(default));
+    let p = std::env::var(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(default));
     if p.is_absolute() { p } else { root.join(p) }
 }

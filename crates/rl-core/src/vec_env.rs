@@ -4,7 +4,7 @@
 //! [`VecEnv::final_obs`] (so truncation can be bootstrapped from it), the env is reset and
 //! [`VecEnv::obs`] holds the first observation of the next episode.
 
-use crate::env::{check_action, Env, EnvError, Info, EPISODE_LENGTH, EPISODE_RETURN};
+use crate::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, check_action};
 use crate::spaces::Space;
 
 /// A finished episode, as reported by `RecordEpisodeStatistics`.
@@ -89,11 +89,19 @@ impl VecEnv {
 
     /// Steps `envs` on up to `threads` threads (chunks of consecutive envs).
     pub fn with_threads(envs: Vec<Box<dyn Env>>, threads: usize) -> Result<Self, EnvError> {
-        let first = envs.first().ok_or_else(|| EnvError::Make("a vector env needs at least one env".into()))?;
-        let (os, acs) = (first.observation_space().clone(), first.action_space().clone());
+        let first = envs
+            .first()
+            .ok_or_else(|| EnvError::Make("a vector env needs at least one env".into()))?;
+        let (os, acs) = (
+            first.observation_space().clone(),
+            first.action_space().clone(),
+        );
         for e in &envs[1..] {
             if e.observation_space() != &os || e.action_space() != &acs {
-                return Err(EnvError::Make(format!("all envs of a vector env must share spaces; {} differs", e.id())));
+                return Err(EnvError::Make(format!(
+                    "all envs of a vector env must share spaces; {} differs",
+                    e.id()
+                )));
             }
         }
         let n = envs.len();
@@ -157,38 +165,58 @@ impl VecEnv {
     /// Steps every env with its action (`actions` is `[n_envs × act_dim]`, raw encoding).
     pub fn step(&mut self, actions: &[f32]) -> Result<(), EnvError> {
         if self.needs_reset {
-            return Err(EnvError::NeedsReset { env: self.envs[0].id().to_string(), reason: "VecEnv::step called before reset".into() });
+            return Err(EnvError::NeedsReset {
+                env: self.envs[0].id().to_string(),
+                reason: "VecEnv::step called before reset".into(),
+            });
         }
         let n = self.envs.len();
         if actions.len() != n * self.act_dim {
             return Err(EnvError::InvalidAction {
                 env: self.envs[0].id().to_string(),
                 action: actions.to_vec(),
-                reason: format!("expected {} values ({n} envs × {}), got {}", n * self.act_dim, self.act_dim, actions.len()),
+                reason: format!(
+                    "expected {} values ({n} envs × {}), got {}",
+                    n * self.act_dim,
+                    self.act_dim,
+                    actions.len()
+                ),
             });
         }
         let (d, a) = (self.obs_dim, self.act_dim);
         // Validate every action first: a bad action leaves all envs untouched.
         for (env, action) in self.envs.iter().zip(actions.chunks(a.max(1))) {
-            check_action(env.id(), env.action_space(), if a == 0 { &[] } else { action })?;
+            check_action(
+                env.id(),
+                env.action_space(),
+                if a == 0 { &[] } else { action },
+            )?;
         }
         let slots = self
             .envs
             .iter_mut()
             .zip(actions.chunks(a.max(1)))
             .zip(self.obs.chunks_mut(d).zip(self.final_obs.chunks_mut(d)))
-            .zip(self.rewards.iter_mut().zip(self.terminated.iter_mut().zip(self.truncated.iter_mut())))
+            .zip(
+                self.rewards
+                    .iter_mut()
+                    .zip(self.terminated.iter_mut().zip(self.truncated.iter_mut())),
+            )
             .zip(self.infos.iter_mut())
-            .map(|((((env, action), (obs, final_obs)), (reward, (terminated, truncated))), info)| Slot {
-                env,
-                action: if a == 0 { &[] } else { action },
-                obs,
-                final_obs,
-                reward,
-                terminated,
-                truncated,
-                info,
-            });
+            .map(
+                |((((env, action), (obs, final_obs)), (reward, (terminated, truncated))), info)| {
+                    Slot {
+                        env,
+                        action: if a == 0 { &[] } else { action },
+                        obs,
+                        final_obs,
+                        reward,
+                        terminated,
+                        truncated,
+                        info,
+                    }
+                },
+            );
         let threads = self.threads.min(n);
         let result = if threads <= 1 {
             slots.map(step_slot).collect::<Result<(), _>>()
@@ -203,9 +231,14 @@ impl VecEnv {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = groups
                     .into_iter()
-                    .map(|g| sc.spawn(move || g.into_iter().map(step_slot).collect::<Result<(), _>>()))
+                    .map(|g| {
+                        sc.spawn(move || g.into_iter().map(step_slot).collect::<Result<(), _>>())
+                    })
                     .collect();
-                handles.into_iter().map(|h| h.join().expect("env thread panicked")).collect::<Result<(), _>>()
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("env thread panicked"))
+                    .collect::<Result<(), _>>()
             })
         };
         if let Err(e) = result {
@@ -214,8 +247,15 @@ impl VecEnv {
         }
         for i in 0..n {
             if self.terminated[i] || self.truncated[i] {
-                if let (Some(&r), Some(&l)) = (self.infos[i].get(EPISODE_RETURN), self.infos[i].get(EPISODE_LENGTH)) {
-                    self.episodes.push(EpisodeStats { env: i, ret: r, len: l as usize });
+                if let (Some(&r), Some(&l)) = (
+                    self.infos[i].get(EPISODE_RETURN),
+                    self.infos[i].get(EPISODE_LENGTH),
+                ) {
+                    self.episodes.push(EpisodeStats {
+                        env: i,
+                        ret: r,
+                        len: l as usize,
+                    });
                 }
             }
         }

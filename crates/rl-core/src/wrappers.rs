@@ -1,9 +1,11 @@
 //! Gymnasium's standard wrappers.
 
-use crate::env::{check_action, snap_field, Env, EnvError, Info, Step, EPISODE_LENGTH, EPISODE_RETURN};
-use serde_json::json;
+use crate::env::{
+    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Step, check_action, snap_field,
+};
 use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// Forwards the listed [`Env`] methods to `self.inner`.
 macro_rules! delegate {
@@ -35,12 +37,24 @@ pub struct TimeLimit<E: Env> {
 impl<E: Env> TimeLimit<E> {
     /// Wraps `inner`.
     pub fn new(inner: E, max_episode_steps: usize) -> Self {
-        Self { inner, max_episode_steps, elapsed: 0 }
+        Self {
+            inner,
+            max_episode_steps,
+            elapsed: 0,
+        }
     }
 }
 
 impl<E: Env> Env for TimeLimit<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    delegate!(
+        id,
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render,
+        stats
+    );
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
         Ok(json!({"elapsed": self.elapsed, "inner": self.inner.snapshot()?}))
     }
@@ -74,12 +88,24 @@ pub struct RecordEpisodeStatistics<E: Env> {
 impl<E: Env> RecordEpisodeStatistics<E> {
     /// Wraps `inner`.
     pub fn new(inner: E) -> Self {
-        Self { inner, ret: 0.0, len: 0 }
+        Self {
+            inner,
+            ret: 0.0,
+            len: 0,
+        }
     }
 }
 
 impl<E: Env> Env for RecordEpisodeStatistics<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats);
+    delegate!(
+        id,
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render,
+        stats
+    );
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
         Ok(json!({"ret": self.ret, "len": self.len, "inner": self.inner.snapshot()?}))
     }
@@ -117,21 +143,42 @@ impl<E: Env> ClipAction<E> {
     /// Wraps `inner` (its action space must be a Box).
     pub fn new(inner: E) -> Result<Self, EnvError> {
         if inner.action_space().bounds().is_none() {
-            return Err(EnvError::Make(format!("ClipAction needs a Box action space, {} has {}", inner.id(), inner.action_space().describe())));
+            return Err(EnvError::Make(format!(
+                "ClipAction needs a Box action space, {} has {}",
+                inner.id(),
+                inner.action_space().describe()
+            )));
         }
-        Ok(Self { inner, buf: Vec::new() })
+        Ok(Self {
+            inner,
+            buf: Vec::new(),
+        })
     }
 }
 
 impl<E: Env> Env for ClipAction<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats, snap);
+    delegate!(
+        id,
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render,
+        stats,
+        snap
+    );
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let (low, high) = self.inner.action_space().bounds().expect("checked in new");
         self.buf.clear();
-        self.buf.extend(action.iter().zip(low.iter().zip(high)).map(|(&a, (&l, &h))| a.clamp(l, h)));
+        self.buf.extend(
+            action
+                .iter()
+                .zip(low.iter().zip(high))
+                .map(|(&a, (&l, &h))| a.clamp(l, h)),
+        );
         let buf = std::mem::take(&mut self.buf);
         let r = self.inner.step(&buf, obs);
         self.buf = buf;
@@ -151,10 +198,20 @@ impl<E: Env> RescaleAction<E> {
     pub fn new(inner: E, min_action: f32, max_action: f32) -> Result<Self, EnvError> {
         let n = match inner.action_space().bounds() {
             Some((l, h)) if l.iter().chain(h).all(|v| v.is_finite()) => l.len(),
-            _ => return Err(EnvError::Make(format!("RescaleAction needs a bounded Box action space, {} has {}", inner.id(), inner.action_space().describe()))),
+            _ => {
+                return Err(EnvError::Make(format!(
+                    "RescaleAction needs a bounded Box action space, {} has {}",
+                    inner.id(),
+                    inner.action_space().describe()
+                )));
+            }
         };
         let space = Space::boxed(vec![min_action; n], vec![max_action; n]);
-        Ok(Self { inner, space, buf: Vec::new() })
+        Ok(Self {
+            inner,
+            space,
+            buf: Vec::new(),
+        })
     }
 }
 
@@ -173,7 +230,8 @@ impl<E: Env> Env for RescaleAction<E> {
         self.buf.clear();
         for i in 0..action.len() {
             let t = (action[i] as f64 - lo[i] as f64) / (hi[i] as f64 - lo[i] as f64);
-            self.buf.push((l[i] as f64 + t * (h[i] as f64 - l[i] as f64)) as f32);
+            self.buf
+                .push((l[i] as f64 + t * (h[i] as f64 - l[i] as f64)) as f32);
         }
         let buf = std::mem::take(&mut self.buf);
         let r = self.inner.step(&buf, obs);
@@ -191,12 +249,24 @@ pub struct TransformReward<E: Env> {
 impl<E: Env> TransformReward<E> {
     /// Wraps `inner`.
     pub fn new(inner: E, f: impl Fn(f64) -> f64 + Send + 'static) -> Self {
-        Self { inner, f: Box::new(f) }
+        Self {
+            inner,
+            f: Box::new(f),
+        }
     }
 }
 
 impl<E: Env> Env for TransformReward<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render, stats, snap);
+    delegate!(
+        id,
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render,
+        stats,
+        snap
+    );
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
@@ -222,11 +292,18 @@ impl<E: Env> FlattenObservation<E> {
         let raw = vec![0.0; inner.observation_space().raw_dim()];
         let (low, high) = flat_bounds(inner.observation_space());
         debug_assert_eq!(low.len(), d);
-        Self { inner, space: Space::boxed(low, high), raw, flat: Vec::with_capacity(d) }
+        Self {
+            inner,
+            space: Space::boxed(low, high),
+            raw,
+            flat: Vec::with_capacity(d),
+        }
     }
     fn write(&mut self, obs: &mut [f32]) {
         self.flat.clear();
-        self.inner.observation_space().flatten(&self.raw, &mut self.flat);
+        self.inner
+            .observation_space()
+            .flatten(&self.raw, &mut self.flat);
         obs.copy_from_slice(&self.flat);
     }
 }
@@ -287,12 +364,24 @@ pub struct MaskObservation<E: Env> {
 impl<E: Env> MaskObservation<E> {
     /// Wraps `inner`, masking `indices`; `id` names the masked variant.
     pub fn new(inner: E, indices: Vec<usize>, id: &str) -> Self {
-        Self { inner, indices, id: id.to_string() }
+        Self {
+            inner,
+            indices,
+            id: id.to_string(),
+        }
     }
 }
 
 impl<E: Env> Env for MaskObservation<E> {
-    delegate!(observation_space, action_space, state, set_state, render, stats, snap);
+    delegate!(
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render,
+        stats,
+        snap
+    );
     fn id(&self) -> &str {
         &self.id
     }
@@ -321,16 +410,29 @@ impl<E: Env> FrameStack<E> {
     /// Wraps `inner` (Box observations) to stack `k >= 1` frames.
     pub fn new(inner: E, k: usize) -> Result<Self, EnvError> {
         let Space::Box { low, high, shape } = inner.observation_space().clone() else {
-            return Err(EnvError::Make(format!("FrameStack needs a Box observation space, {} has {}", inner.id(), inner.observation_space().describe())));
+            return Err(EnvError::Make(format!(
+                "FrameStack needs a Box observation space, {} has {}",
+                inner.id(),
+                inner.observation_space().describe()
+            )));
         };
         if k == 0 {
             return Err(EnvError::Make("FrameStack: k must be at least 1".into()));
         }
         let mut s = vec![k];
         s.extend(&shape);
-        let space = Space::Box { low: low.repeat(k), high: high.repeat(k), shape: s };
+        let space = Space::Box {
+            low: low.repeat(k),
+            high: high.repeat(k),
+            shape: s,
+        };
         let d = low.len();
-        Ok(Self { inner, k, space, frames: vec![0.0; d * k] })
+        Ok(Self {
+            inner,
+            k,
+            space,
+            frames: vec![0.0; d * k],
+        })
     }
 }
 
@@ -342,7 +444,14 @@ impl<E: Env> Env for FrameStack<E> {
     fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
         let f: Vec<f32> = snap_field(self.inner.id(), s, "frames")?;
         if f.len() != self.frames.len() {
-            return Err(EnvError::InvalidState { env: self.inner.id().into(), reason: format!("FrameStack snapshot has {} values, expected {}", f.len(), self.frames.len()) });
+            return Err(EnvError::InvalidState {
+                env: self.inner.id().into(),
+                reason: format!(
+                    "FrameStack snapshot has {} values, expected {}",
+                    f.len(),
+                    self.frames.len()
+                ),
+            });
         }
         self.frames = f;
         self.inner.restore(&s["inner"])
@@ -382,7 +491,11 @@ pub struct RunningMeanStd {
 impl RunningMeanStd {
     /// Statistics for `n` elements.
     pub fn new(n: usize) -> Self {
-        Self { mean: vec![0.0; n], var: vec![1.0; n], count: 1e-4 }
+        Self {
+            mean: vec![0.0; n],
+            var: vec![1.0; n],
+            count: 1e-4,
+        }
     }
     /// Adds one sample.
     pub fn update(&mut self, x: &[f64]) {
@@ -412,11 +525,21 @@ impl<E: Env> NormalizeObservation<E> {
     /// Wraps `inner` (Box observations).
     pub fn new(inner: E) -> Result<Self, EnvError> {
         let Space::Box { shape, .. } = inner.observation_space() else {
-            return Err(EnvError::Make(format!("NormalizeObservation needs a Box observation space, {} has {}", inner.id(), inner.observation_space().describe())));
+            return Err(EnvError::Make(format!(
+                "NormalizeObservation needs a Box observation space, {} has {}",
+                inner.id(),
+                inner.observation_space().describe()
+            )));
         };
         let n = inner.observation_space().raw_dim();
         let space = Space::uniform_box(f32::NEG_INFINITY, f32::INFINITY, &shape.clone());
-        Ok(Self { inner, rms: RunningMeanStd::new(n), training: true, space, buf: vec![0.0; n] })
+        Ok(Self {
+            inner,
+            rms: RunningMeanStd::new(n),
+            training: true,
+            space,
+            buf: vec![0.0; n],
+        })
     }
     fn normalize(&mut self, obs: &mut [f32]) {
         for (b, &o) in self.buf.iter_mut().zip(obs.iter()) {
@@ -452,12 +575,27 @@ impl<E: Env> Env for NormalizeObservation<E> {
         v
     }
     fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
-        let bad = |reason: String| EnvError::InvalidState { env: self.inner.id().to_string(), reason };
-        let first = stats.iter().find(|v| v.get("NormalizeObservation").is_some()).ok_or_else(|| bad("missing NormalizeObservation statistics".into()))?;
-        let rms: RunningMeanStd = serde_json::from_value(first.get("NormalizeObservation").cloned().unwrap_or_default())
-            .map_err(|e| bad(format!("NormalizeObservation statistics: {e}")))?;
+        let bad = |reason: String| EnvError::InvalidState {
+            env: self.inner.id().to_string(),
+            reason,
+        };
+        let first = stats
+            .iter()
+            .find(|v| v.get("NormalizeObservation").is_some())
+            .ok_or_else(|| bad("missing NormalizeObservation statistics".into()))?;
+        let rms: RunningMeanStd = serde_json::from_value(
+            first
+                .get("NormalizeObservation")
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .map_err(|e| bad(format!("NormalizeObservation statistics: {e}")))?;
         if rms.mean.len() != self.rms.mean.len() || rms.var.len() != self.rms.var.len() {
-            return Err(bad(format!("NormalizeObservation statistics have {} elements, expected {}", rms.mean.len(), self.rms.mean.len())));
+            return Err(bad(format!(
+                "NormalizeObservation statistics have {} elements, expected {}",
+                rms.mean.len(),
+                self.rms.mean.len()
+            )));
         }
         self.rms = rms;
         self.inner.load_stats(stats)
@@ -467,7 +605,9 @@ impl<E: Env> Env for NormalizeObservation<E> {
         self.inner.set_training(training);
     }
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
+        Ok(
+            json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}),
+        )
     }
     fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
         let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
@@ -490,18 +630,32 @@ pub struct NormalizeReward<E: Env> {
 impl<E: Env> NormalizeReward<E> {
     /// Wraps `inner`.
     pub fn new(inner: E, gamma: f64) -> Self {
-        Self { inner, rms: RunningMeanStd::new(1), discounted: 0.0, gamma, training: true }
+        Self {
+            inner,
+            rms: RunningMeanStd::new(1),
+            discounted: 0.0,
+            gamma,
+            training: true,
+        }
     }
 }
 
 impl<E: Env> Env for NormalizeReward<E> {
-    delegate!(id, observation_space, action_space, state, set_state, render);
+    delegate!(
+        id,
+        observation_space,
+        action_space,
+        state,
+        set_state,
+        render
+    );
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let mut s = self.inner.step(action, obs)?;
-        self.discounted = self.discounted * self.gamma * (1.0 - s.terminated as u8 as f64) + s.reward;
+        self.discounted =
+            self.discounted * self.gamma * (1.0 - s.terminated as u8 as f64) + s.reward;
         if self.training {
             self.rms.update(&[self.discounted]);
         }
@@ -509,16 +663,27 @@ impl<E: Env> Env for NormalizeReward<E> {
         Ok(s)
     }
     fn save_stats(&self) -> Vec<serde_json::Value> {
-        let mut v = vec![serde_json::json!({"NormalizeReward": self.rms, "discounted": self.discounted})];
+        let mut v =
+            vec![serde_json::json!({"NormalizeReward": self.rms, "discounted": self.discounted})];
         v.extend(self.inner.save_stats());
         v
     }
     fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
-        let bad = |reason: String| EnvError::InvalidState { env: self.inner.id().to_string(), reason };
-        let first = stats.iter().find(|v| v.get("NormalizeReward").is_some()).ok_or_else(|| bad("missing NormalizeReward statistics".into()))?;
-        self.rms = serde_json::from_value(first.get("NormalizeReward").cloned().unwrap_or_default())
-            .map_err(|e| bad(format!("NormalizeReward statistics: {e}")))?;
-        self.discounted = first.get("discounted").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let bad = |reason: String| EnvError::InvalidState {
+            env: self.inner.id().to_string(),
+            reason,
+        };
+        let first = stats
+            .iter()
+            .find(|v| v.get("NormalizeReward").is_some())
+            .ok_or_else(|| bad("missing NormalizeReward statistics".into()))?;
+        self.rms =
+            serde_json::from_value(first.get("NormalizeReward").cloned().unwrap_or_default())
+                .map_err(|e| bad(format!("NormalizeReward statistics: {e}")))?;
+        self.discounted = first
+            .get("discounted")
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
         self.inner.load_stats(stats)
     }
     fn set_training(&mut self, training: bool) {
@@ -526,7 +691,9 @@ impl<E: Env> Env for NormalizeReward<E> {
         self.inner.set_training(training);
     }
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
+        Ok(
+            json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}),
+        )
     }
     fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
         let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;

@@ -10,8 +10,13 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn ref_file(var: &str, name: &str) -> Value {
-    let p: PathBuf = rl_core::testing::reference_path(var, &format!("../shared/ref/{name}"), env!("CARGO_MANIFEST_DIR"));
-    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (set {var})", p.display()));
+    let p: PathBuf = rl_core::testing::reference_path(
+        var,
+        &format!("../shared/ref/{name}"),
+        env!("CARGO_MANIFEST_DIR"),
+    );
+    let s =
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (set {var})", p.display()));
     serde_json::from_str(&s).unwrap()
 }
 
@@ -68,14 +73,26 @@ fn gae_matches_sb3() {
     let gamma = num(&gae["gamma"]) as f32;
     for case in gae["cases"].as_array().unwrap() {
         let i = &case["inputs"];
-        let (rew, val, st) = (flat(&i["rewards"]), flat(&i["values"]), flat(&i["episode_starts"]));
+        let (rew, val, st) = (
+            flat(&i["rewards"]),
+            flat(&i["values"]),
+            flat(&i["episode_starts"]),
+        );
         let (lv, ld) = (flat(&i["last_values"]), flat(&i["last_dones"]));
         for res in case["results"].as_array().unwrap() {
             let lam = num(&res["gae_lambda"]) as f32;
             let (mut adv, mut ret) = (vec![0.0; rew.len()], vec![0.0; rew.len()]);
             compute_gae(&rew, &val, &st, &lv, &ld, gamma, lam, &mut adv, &mut ret);
-            close(&adv, &flat(&res["advantages"]), &format!("gae case {} lambda {lam} advantages", case["case"]));
-            close(&ret, &flat(&res["returns"]), &format!("gae case {} lambda {lam} returns", case["case"]));
+            close(
+                &adv,
+                &flat(&res["advantages"]),
+                &format!("gae case {} lambda {lam} advantages", case["case"]),
+            );
+            close(
+                &ret,
+                &flat(&res["returns"]),
+                &format!("gae case {} lambda {lam} returns", case["case"]),
+            );
         }
     }
 }
@@ -88,21 +105,43 @@ fn categorical_matches_torch() {
         let logits = t2(&c["logits"]);
         let acts: Vec<i64> = flat(&c["actions"]).iter().map(|&a| a as i64).collect();
         let n = acts.len();
-        let a = Tensor::<1, burn::tensor::Int>::from_data(TensorData::new(acts.clone(), [n]), &dev());
+        let a =
+            Tensor::<1, burn::tensor::Int>::from_data(TensorData::new(acts.clone(), [n]), &dev());
         let want = &c["f32"];
-        close(&host(d::categorical_log_prob(logits.clone(), a)), &flat(&want["log_prob"]), &format!("{name} log_prob"));
-        close(&host(d::categorical_entropy(logits.clone())), &flat(&want["entropy"]), &format!("{name} entropy"));
+        close(
+            &host(d::categorical_log_prob(logits.clone(), a)),
+            &flat(&want["log_prob"]),
+            &format!("{name} log_prob"),
+        );
+        close(
+            &host(d::categorical_entropy(logits.clone())),
+            &flat(&want["entropy"]),
+            &format!("{name} entropy"),
+        );
         // Host-side log-prob used during rollouts agrees too.
-        let kind = d::DistKind::Categorical { n: dims2(&c["logits"])[1], start: 0 };
+        let kind = d::DistKind::Categorical {
+            n: dims2(&c["logits"])[1],
+            start: 0,
+        };
         let lg = flat(&c["logits"]);
         let lp = flat(&want["log_prob"]);
         let k = dims2(&c["logits"])[1];
         for b in 0..n {
             // Deterministic sampling picks the argmax; check its log-prob against log_softmax.
             let mut out = Vec::new();
-            let got = kind.sample(&lg[b * k..(b + 1) * k], &[], &mut rl_core::Rng::seed_from(0), true, &mut out);
+            let got = kind.sample(
+                &lg[b * k..(b + 1) * k],
+                &[],
+                &mut rl_core::Rng::seed_from(0),
+                true,
+                &mut out,
+            );
             let ls = flat(&want["log_softmax"]);
-            close(&got, &[ls[b * k + out[0] as usize]], &format!("{name} host log_prob row {b}"));
+            close(
+                &got,
+                &[ls[b * k + out[0] as usize]],
+                &format!("{name} host log_prob row {b}"),
+            );
             let _ = lp[b];
         }
     }
@@ -115,21 +154,49 @@ fn diag_gaussian_matches_torch() {
         let name = c["name"].as_str().unwrap();
         let (m, ls, a) = (t2(&c["mean"]), t2(&c["log_std"]), t2(&c["actions"]));
         let want = &c["f32"];
-        close(&host(d::diag_gaussian_log_prob(m.clone(), ls.clone(), a.clone())), &flat(&want["log_prob"]), &format!("{name} log_prob"));
+        close(
+            &host(d::diag_gaussian_log_prob(m.clone(), ls.clone(), a.clone())),
+            &flat(&want["log_prob"]),
+            &format!("{name} log_prob"),
+        );
         let per = d::diag_gaussian_log_prob_per_dim(m.clone(), ls.clone(), a.clone());
         let dims = per.dims();
-        close(&host(per.reshape([dims[0] * dims[1]])), &flat(&want["log_prob_per_dim"]), &format!("{name} log_prob_per_dim"));
-        close(&host(d::diag_gaussian_entropy(ls.clone())), &flat(&want["entropy"]), &format!("{name} entropy"));
+        close(
+            &host(per.reshape([dims[0] * dims[1]])),
+            &flat(&want["log_prob_per_dim"]),
+            &format!("{name} log_prob_per_dim"),
+        );
+        close(
+            &host(d::diag_gaussian_entropy(ls.clone())),
+            &flat(&want["entropy"]),
+            &format!("{name} entropy"),
+        );
         // Host-side path (rollouts): log-prob of the mean.
         let kind = d::DistKind::DiagGaussian { dim: dims[1] };
         let (mh, lh) = (flat(&c["mean"]), flat(&c["log_std"]));
         for b in 0..dims[0] {
             let row = b * dims[1]..(b + 1) * dims[1];
             let mut out = Vec::new();
-            let lp = kind.sample(&mh[row.clone()], &lh[row.clone()], &mut rl_core::Rng::seed_from(0), true, &mut out);
-            let mt = Tensor::<2>::from_data(TensorData::new(mh[row.clone()].to_vec(), [1, dims[1]]), &dev());
-            let lt = Tensor::<2>::from_data(TensorData::new(lh[row.clone()].to_vec(), [1, dims[1]]), &dev());
-            close(&lp, &host(d::diag_gaussian_log_prob(mt.clone(), lt, mt)), &format!("{name} host log_prob row {b}"));
+            let lp = kind.sample(
+                &mh[row.clone()],
+                &lh[row.clone()],
+                &mut rl_core::Rng::seed_from(0),
+                true,
+                &mut out,
+            );
+            let mt = Tensor::<2>::from_data(
+                TensorData::new(mh[row.clone()].to_vec(), [1, dims[1]]),
+                &dev(),
+            );
+            let lt = Tensor::<2>::from_data(
+                TensorData::new(lh[row.clone()].to_vec(), [1, dims[1]]),
+                &dev(),
+            );
+            close(
+                &lp,
+                &host(d::diag_gaussian_log_prob(mt.clone(), lt, mt)),
+                &format!("{name} host log_prob row {b}"),
+            );
         }
     }
 }
@@ -139,10 +206,18 @@ fn squashed_gaussian_matches_sb3() {
     let r = ref_file("RL_DISTS_REFERENCE", "dists_ref.json");
     for c in r["squashed_gaussian"]["cases"].as_array().unwrap() {
         let name = c["name"].as_str().unwrap();
-        let (m, ls, u) = (t2(&c["mean"]), t2(&c["log_std"]), t2(&c["gaussian_actions"]));
+        let (m, ls, u) = (
+            t2(&c["mean"]),
+            t2(&c["log_std"]),
+            t2(&c["gaussian_actions"]),
+        );
         let want = &c["f32"];
         // log_prob from the pre-tanh sample (SB3's SAC path) is what must match, also when saturating.
-        close(&host(d::squashed_gaussian_log_prob(m, ls, u)), &flat(&want["log_prob"]), &format!("{name} log_prob"));
+        close(
+            &host(d::squashed_gaussian_log_prob(m, ls, u)),
+            &flat(&want["log_prob"]),
+            &format!("{name} log_prob"),
+        );
     }
 }
 
@@ -156,11 +231,39 @@ fn huber_and_smooth_l1_match_torch() {
     let p = Tensor::<1>::from_data(TensorData::new(pred, [n]), &dev());
     let t = Tensor::<1>::from_data(TensorData::new(target, [n]), &dev());
     let w = &h["f32"];
-    close(&host(losses::smooth_l1(p.clone(), t.clone(), 1.0)), &flat(&w["smooth_l1_beta1_elementwise"]), "smooth_l1 beta 1");
-    close(&host(losses::smooth_l1(p.clone(), t.clone(), 1.0).mean()), &flat(&w["smooth_l1_beta1_mean"]), "smooth_l1 beta 1 mean");
-    close(&host(losses::smooth_l1(p.clone(), t.clone(), 2.0).mean()), &flat(&w["smooth_l1_beta2_mean"]), "smooth_l1 beta 2 mean");
-    close(&host(losses::huber(p.clone(), t.clone(), 1.0)), &flat(&w["huber_delta1_elementwise"]), "huber delta 1");
-    close(&host(losses::huber(p.clone(), t.clone(), 2.0)), &flat(&w["huber_delta2_elementwise"]), "huber delta 2");
-    close(&host(losses::huber(p.clone(), t.clone(), 2.0).mean()), &flat(&w["huber_delta2_mean"]), "huber delta 2 mean");
-    close(&host(losses::huber(p, t, 1.0).mean()), &flat(&w["huber_delta1_mean"]), "huber delta 1 mean");
+    close(
+        &host(losses::smooth_l1(p.clone(), t.clone(), 1.0)),
+        &flat(&w["smooth_l1_beta1_elementwise"]),
+        "smooth_l1 beta 1",
+    );
+    close(
+        &host(losses::smooth_l1(p.clone(), t.clone(), 1.0).mean()),
+        &flat(&w["smooth_l1_beta1_mean"]),
+        "smooth_l1 beta 1 mean",
+    );
+    close(
+        &host(losses::smooth_l1(p.clone(), t.clone(), 2.0).mean()),
+        &flat(&w["smooth_l1_beta2_mean"]),
+        "smooth_l1 beta 2 mean",
+    );
+    close(
+        &host(losses::huber(p.clone(), t.clone(), 1.0)),
+        &flat(&w["huber_delta1_elementwise"]),
+        "huber delta 1",
+    );
+    close(
+        &host(losses::huber(p.clone(), t.clone(), 2.0)),
+        &flat(&w["huber_delta2_elementwise"]),
+        "huber delta 2",
+    );
+    close(
+        &host(losses::huber(p.clone(), t.clone(), 2.0).mean()),
+        &flat(&w["huber_delta2_mean"]),
+        "huber delta 2 mean",
+    );
+    close(
+        &host(losses::huber(p, t, 1.0).mean()),
+        &flat(&w["huber_delta1_mean"]),
+        "huber delta 1 mean",
+    );
 }

@@ -2,9 +2,9 @@
 //! Acrobot-v1 — ports of Gymnasium 1.x that reproduce its float64/float32 arithmetic
 //! operation by operation (see `../shared/ref/README.md`).
 
-use rl_core::env::{check_action, snap_field, Env, EnvError, Info, Step};
-use serde_json::{json, Value};
+use rl_core::env::{Env, EnvError, Info, Step, check_action, snap_field};
 use rl_core::{Rng, Space};
+use serde_json::{Value, json};
 use std::f64::consts::PI;
 
 /// `x ** 2` as Python computes it: libm's `pow`, which can differ from `x * x` in the last bit.
@@ -15,7 +15,10 @@ fn py_sq(x: f64) -> f64 {
 }
 
 fn invalid_state(env: &str, want: usize, got: usize) -> EnvError {
-    EnvError::InvalidState { env: env.into(), reason: format!("expected {want} values, got {got}") }
+    EnvError::InvalidState {
+        env: env.into(),
+        reason: format!("expected {want} values, got {got}"),
+    }
 }
 
 fn seed_rng(rng: &mut Rng, seed: Option<u64>) {
@@ -45,7 +48,12 @@ impl Default for CartPole {
 impl CartPole {
     /// A new env (call `reset` before `step`).
     pub fn new() -> Self {
-        let high = [CP_X_THRESHOLD * 2.0, f64::INFINITY, CP_THETA_THRESHOLD * 2.0, f64::INFINITY];
+        let high = [
+            CP_X_THRESHOLD * 2.0,
+            f64::INFINITY,
+            CP_THETA_THRESHOLD * 2.0,
+            f64::INFINITY,
+        ];
         let high: Vec<f32> = high.iter().map(|&h| h as f32).collect();
         Self {
             state: [0.0; 4],
@@ -63,20 +71,25 @@ impl CartPole {
     /// One step of the dynamics without validation (the hot loop of the benchmarks).
     #[inline]
     pub fn step_fast(&mut self, push_right: bool) -> (f64, bool) {
-        let (gravity, masspole, total_mass, length, polemass_length, force_mag, tau) = (9.8, 0.1, 1.1, 0.5, 0.05, 10.0, 0.02);
+        let (gravity, masspole, total_mass, length, polemass_length, force_mag, tau) =
+            (9.8, 0.1, 1.1, 0.5, 0.05, 10.0, 0.02);
         let [x, x_dot, theta, theta_dot] = self.state;
         let force = if push_right { force_mag } else { -force_mag };
         let costheta = theta.cos();
         let sintheta = theta.sin();
         let temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) / total_mass;
-        let thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * (costheta * costheta) / total_mass));
+        let thetaacc = (gravity * sintheta - costheta * temp)
+            / (length * (4.0 / 3.0 - masspole * (costheta * costheta) / total_mass));
         let xacc = temp - polemass_length * thetaacc * costheta / total_mass;
         let x = x + tau * x_dot;
         let x_dot = x_dot + tau * xacc;
         let theta = theta + tau * theta_dot;
         let theta_dot = theta_dot + tau * thetaacc;
         self.state = [x, x_dot, theta, theta_dot];
-        let terminated = x < -CP_X_THRESHOLD || x > CP_X_THRESHOLD || theta < -CP_THETA_THRESHOLD || theta > CP_THETA_THRESHOLD;
+        let terminated = x < -CP_X_THRESHOLD
+            || x > CP_X_THRESHOLD
+            || theta < -CP_THETA_THRESHOLD
+            || theta > CP_THETA_THRESHOLD;
         let reward = if !terminated {
             1.0
         } else if self.steps_beyond_terminated.is_none() {
@@ -92,7 +105,9 @@ impl CartPole {
 
 impl Env for CartPole {
     fn snapshot(&self) -> Result<Value, EnvError> {
-        Ok(json!({"state": self.state, "rng": self.rng, "steps_beyond_terminated": self.steps_beyond_terminated}))
+        Ok(
+            json!({"state": self.state, "rng": self.rng, "steps_beyond_terminated": self.steps_beyond_terminated}),
+        )
     }
     fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
         let id = self.id().to_string();
@@ -123,13 +138,20 @@ impl Env for CartPole {
         check_action(self.id(), &self.act_space, action)?;
         let (reward, terminated) = self.step_fast(action[0] == 1.0);
         self.write_obs(obs);
-        Ok(Step { reward, terminated, truncated: false, info: Info::new() })
+        Ok(Step {
+            reward,
+            terminated,
+            truncated: false,
+            info: Info::new(),
+        })
     }
     fn state(&self) -> Option<Vec<f64>> {
         Some(self.state.to_vec())
     }
     fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> {
-        self.state = s.try_into().map_err(|_| invalid_state("CartPole-v1", 4, s.len()))?;
+        self.state = s
+            .try_into()
+            .map_err(|_| invalid_state("CartPole-v1", 4, s.len()))?;
         self.steps_beyond_terminated = None;
         Ok(())
     }
@@ -202,9 +224,14 @@ impl Env for Pendulum {
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         if action.len() != 1 || action[0].is_nan() {
-            return Err(EnvError::InvalidAction { env: self.id().into(), action: action.to_vec(), reason: "expected one finite torque".into() });
+            return Err(EnvError::InvalidAction {
+                env: self.id().into(),
+                action: action.to_vec(),
+                reason: "expected one finite torque".into(),
+            });
         }
-        let (g, m, l, dt, max_speed, max_torque) = (10.0f64, 1.0f64, 1.0f64, 0.05f64, 8.0f64, 2.0f32);
+        let (g, m, l, dt, max_speed, max_torque) =
+            (10.0f64, 1.0f64, 1.0f64, 0.05f64, 8.0f64, 2.0f32);
         // Gymnasium clips the torque itself, so out-of-range actions are allowed.
         let u = action[0].clamp(-max_torque, max_torque);
         let ctrl_cost = (0.001f32 * (u * u)) as f64;
@@ -215,13 +242,20 @@ impl Env for Pendulum {
         self.th += nthdot * dt;
         self.thdot = nthdot;
         self.write_obs(obs);
-        Ok(Step { reward: -costs, terminated: false, truncated: false, info: Info::new() })
+        Ok(Step {
+            reward: -costs,
+            terminated: false,
+            truncated: false,
+            info: Info::new(),
+        })
     }
     fn state(&self) -> Option<Vec<f64>> {
         Some(vec![self.th, self.thdot])
     }
     fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> {
-        let [th, thdot]: [f64; 2] = s.try_into().map_err(|_| invalid_state("Pendulum-v1", 2, s.len()))?;
+        let [th, thdot]: [f64; 2] = s
+            .try_into()
+            .map_err(|_| invalid_state("Pendulum-v1", 2, s.len()))?;
         (self.th, self.thdot) = (th, thdot);
         Ok(())
     }
@@ -298,13 +332,20 @@ impl Env for MountainCar {
         let terminated = p >= goal_p && v >= 0.0;
         obs[0] = p as f32;
         obs[1] = v as f32;
-        Ok(Step { reward: -1.0, terminated, truncated: false, info: Info::new() })
+        Ok(Step {
+            reward: -1.0,
+            terminated,
+            truncated: false,
+            info: Info::new(),
+        })
     }
     fn state(&self) -> Option<Vec<f64>> {
         Some(vec![self.pos, self.vel])
     }
     fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> {
-        let [p, v]: [f64; 2] = s.try_into().map_err(|_| invalid_state("MountainCar-v0", 2, s.len()))?;
+        let [p, v]: [f64; 2] = s
+            .try_into()
+            .map_err(|_| invalid_state("MountainCar-v0", 2, s.len()))?;
         (self.pos, self.vel) = (p, v);
         Ok(())
     }
@@ -343,7 +384,9 @@ impl MountainCarContinuous {
 
 impl Env for MountainCarContinuous {
     fn snapshot(&self) -> Result<Value, EnvError> {
-        Ok(json!({"pos": self.pos, "vel": self.vel, "state_is_f32": self.state_is_f32, "rng": self.rng}))
+        Ok(
+            json!({"pos": self.pos, "vel": self.vel, "state_is_f32": self.state_is_f32, "rng": self.rng}),
+        )
     }
     fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
         let id = self.id().to_string();
@@ -373,7 +416,11 @@ impl Env for MountainCarContinuous {
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         if action.len() != 1 || action[0].is_nan() {
-            return Err(EnvError::InvalidAction { env: self.id().into(), action: action.to_vec(), reason: "expected one finite force".into() });
+            return Err(EnvError::InvalidAction {
+                env: self.id().into(),
+                action: action.to_vec(),
+                reason: "expected one finite force".into(),
+            });
         }
         let (min_p, max_p, max_v, goal_p, power) = (-1.2f64, 0.6f64, 0.07f64, 0.45f64, 0.0015f64);
         let first = !self.state_is_f32;
@@ -382,10 +429,18 @@ impl Env for MountainCarContinuous {
         let cmp = |c: f64| if first { c } else { c as f32 as f64 };
         let f = action[0].clamp(-1.0, 1.0);
         let fp = f * power as f32;
-        let three_p = if first { 3.0 * p } else { (3.0 * p as f32) as f64 };
+        let three_p = if first {
+            3.0 * p
+        } else {
+            (3.0 * p as f32) as f64
+        };
         let grav = 0.0025 * three_p.cos();
         let dv = fp - grav as f32;
-        v = if first { v + dv as f64 } else { (v as f32 + dv) as f64 };
+        v = if first {
+            v + dv as f64
+        } else {
+            (v as f32 + dv) as f64
+        };
         let mut v_is_py = false;
         if v > cmp(max_v) {
             v = max_v;
@@ -395,7 +450,11 @@ impl Env for MountainCarContinuous {
             v = -max_v;
             v_is_py = true;
         }
-        p = if first { p + v } else { (p as f32 + if v_is_py { v as f32 } else { v as f32 }) as f64 };
+        p = if first {
+            p + v
+        } else {
+            (p as f32 + if v_is_py { v as f32 } else { v as f32 }) as f64
+        };
         let mut p_is_py = false;
         if p > cmp(max_p) {
             p = max_p;
@@ -414,14 +473,21 @@ impl Env for MountainCarContinuous {
         let reward = (if terminated { 100.0 } else { 0.0 }) - py_sq(action[0] as f64) * 0.1;
         obs[0] = p32;
         obs[1] = v32;
-        Ok(Step { reward, terminated, truncated: false, info: Info::new() })
+        Ok(Step {
+            reward,
+            terminated,
+            truncated: false,
+            info: Info::new(),
+        })
     }
     fn state(&self) -> Option<Vec<f64>> {
         Some(vec![self.pos, self.vel])
     }
     /// Sets a float64 state, as right after `reset`.
     fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> {
-        let [p, v]: [f64; 2] = s.try_into().map_err(|_| invalid_state("MountainCarContinuous-v0", 2, s.len()))?;
+        let [p, v]: [f64; 2] = s
+            .try_into()
+            .map_err(|_| invalid_state("MountainCarContinuous-v0", 2, s.len()))?;
         (self.pos, self.vel, self.state_is_f32) = (p, v, false);
         Ok(())
     }
@@ -445,16 +511,21 @@ const MAX_VEL_1: f64 = 4.0 * PI;
 const MAX_VEL_2: f64 = 9.0 * PI;
 
 fn acrobot_dsdt(y: &[f64; 5]) -> [f64; 5] {
-    let (m1, m2, l1, lc1, lc2, i1, i2, g) = (1.0f64, 1.0f64, 1.0f64, 0.5f64, 0.5f64, 1.0f64, 1.0f64, 9.8f64);
+    let (m1, m2, l1, lc1, lc2, i1, i2, g) = (
+        1.0f64, 1.0f64, 1.0f64, 0.5f64, 0.5f64, 1.0f64, 1.0f64, 9.8f64,
+    );
     let a = y[4];
     let (theta1, theta2, dtheta1, dtheta2) = (y[0], y[1], y[2], y[3]);
-    let d1 = m1 * (lc1 * lc1) + m2 * ((l1 * l1) + (lc2 * lc2) + 2.0 * l1 * lc2 * theta2.cos()) + i1 + i2;
+    let d1 =
+        m1 * (lc1 * lc1) + m2 * ((l1 * l1) + (lc2 * lc2) + 2.0 * l1 * lc2 * theta2.cos()) + i1 + i2;
     let d2 = m2 * ((lc2 * lc2) + l1 * lc2 * theta2.cos()) + i2;
     let phi2 = m2 * lc2 * g * (theta1 + theta2 - PI / 2.0).cos();
-    let phi1 = -m2 * l1 * lc2 * py_sq(dtheta2) * theta2.sin() - 2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * theta2.sin()
+    let phi1 = -m2 * l1 * lc2 * py_sq(dtheta2) * theta2.sin()
+        - 2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * theta2.sin()
         + (m1 * lc1 + m2 * l1) * g * (theta1 - PI / 2.0).cos()
         + phi2;
-    let ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * py_sq(dtheta1) * theta2.sin() - phi2) / (m2 * (lc2 * lc2) + i2 - py_sq(d2) / d1);
+    let ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * py_sq(dtheta1) * theta2.sin() - phi2)
+        / (m2 * (lc2 * lc2) + i2 - py_sq(d2) / d1);
     let ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
     [dtheta1, dtheta2, ddtheta1, ddtheta2, 0.0]
 }
@@ -523,12 +594,15 @@ impl Env for Acrobot {
         let torque = [-1.0, 0.0, 1.0][action[0] as usize];
         let y0 = [self.s[0], self.s[1], self.s[2], self.s[3], torque];
         let (dt, dt2) = (0.2f64, 0.2f64 / 2.0);
-        let add = |y: &[f64; 5], h: f64, k: &[f64; 5]| -> [f64; 5] { std::array::from_fn(|i| y[i] + h * k[i]) };
+        let add = |y: &[f64; 5], h: f64, k: &[f64; 5]| -> [f64; 5] {
+            std::array::from_fn(|i| y[i] + h * k[i])
+        };
         let k1 = acrobot_dsdt(&y0);
         let k2 = acrobot_dsdt(&add(&y0, dt2, &k1));
         let k3 = acrobot_dsdt(&add(&y0, dt2, &k2));
         let k4 = acrobot_dsdt(&add(&y0, dt, &k3));
-        let ns: [f64; 5] = std::array::from_fn(|i| y0[i] + dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]));
+        let ns: [f64; 5] =
+            std::array::from_fn(|i| y0[i] + dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]));
         self.s = [
             wrap(ns[0], -PI, PI),
             wrap(ns[1], -PI, PI),
@@ -537,13 +611,20 @@ impl Env for Acrobot {
         ];
         let terminated = -self.s[0].cos() - (self.s[1] + self.s[0]).cos() > 1.0;
         self.write_obs(obs);
-        Ok(Step { reward: if terminated { 0.0 } else { -1.0 }, terminated, truncated: false, info: Info::new() })
+        Ok(Step {
+            reward: if terminated { 0.0 } else { -1.0 },
+            terminated,
+            truncated: false,
+            info: Info::new(),
+        })
     }
     fn state(&self) -> Option<Vec<f64>> {
         Some(self.s.to_vec())
     }
     fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> {
-        self.s = s.try_into().map_err(|_| invalid_state("Acrobot-v1", 4, s.len()))?;
+        self.s = s
+            .try_into()
+            .map_err(|_| invalid_state("Acrobot-v1", 4, s.len()))?;
         Ok(())
     }
 }

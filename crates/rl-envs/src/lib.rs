@@ -5,7 +5,7 @@
 pub mod classic;
 pub mod toy_text;
 
-use rl_core::env::{check_kwargs, Env, EnvError, Kwargs, Registry};
+use rl_core::env::{Env, EnvError, Kwargs, Registry, check_kwargs};
 use rl_core::wrappers::MaskObservation;
 
 fn no_kwargs<E: Env + Default + 'static>(id: &str, kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
@@ -16,31 +16,95 @@ fn no_kwargs<E: Env + Default + 'static>(id: &str, kw: &Kwargs) -> Result<Box<dy
 /// The registry of built-in envs (ids as Gymnasium; time limits as Gymnasium's registrations).
 pub fn registry() -> Registry {
     let mut r = Registry::new();
-    r.register("CartPole-v1", |kw| no_kwargs::<classic::CartPole>("CartPole-v1", kw), Some(500));
-    r.register("Pendulum-v1", |kw| no_kwargs::<classic::Pendulum>("Pendulum-v1", kw), Some(200));
-    r.register("MountainCar-v0", |kw| no_kwargs::<classic::MountainCar>("MountainCar-v0", kw), Some(200));
-    r.register("MountainCarContinuous-v0", |kw| no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuous-v0", kw), Some(999));
-    r.register("Acrobot-v1", |kw| no_kwargs::<classic::Acrobot>("Acrobot-v1", kw), Some(500));
-    r.register("FrozenLake-v1", toy_text::frozen_lake_from_kwargs, Some(100));
-    r.register("FrozenLake8x8-v1", |kw| {
-        let mut kw = kw.clone();
-        kw.entry("map_name".into()).or_insert("8x8".into());
-        toy_text::frozen_lake_from_kwargs(&kw)
-    }, Some(200));
-    r.register("CliffWalking-v1", |kw| {
-        check_kwargs("CliffWalking-v1", kw, &["render_mode"])?;
-        Ok(Box::new(toy_text::cliff_walking()))
-    }, None);
-    r.register("Taxi-v3", |kw| {
-        check_kwargs("Taxi-v3", kw, &["render_mode"])?;
-        Ok(Box::new(toy_text::taxi()))
-    }, Some(200));
+    r.register(
+        "CartPole-v1",
+        |kw| no_kwargs::<classic::CartPole>("CartPole-v1", kw),
+        Some(500),
+    );
+    r.register(
+        "Pendulum-v1",
+        |kw| no_kwargs::<classic::Pendulum>("Pendulum-v1", kw),
+        Some(200),
+    );
+    r.register(
+        "MountainCar-v0",
+        |kw| no_kwargs::<classic::MountainCar>("MountainCar-v0", kw),
+        Some(200),
+    );
+    r.register(
+        "MountainCarContinuous-v0",
+        |kw| no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuous-v0", kw),
+        Some(999),
+    );
+    r.register(
+        "Acrobot-v1",
+        |kw| no_kwargs::<classic::Acrobot>("Acrobot-v1", kw),
+        Some(500),
+    );
+    r.register(
+        "FrozenLake-v1",
+        toy_text::frozen_lake_from_kwargs,
+        Some(100),
+    );
+    r.register(
+        "FrozenLake8x8-v1",
+        |kw| {
+            let mut kw = kw.clone();
+            kw.entry("map_name".into()).or_insert("8x8".into());
+            toy_text::frozen_lake_from_kwargs(&kw)
+        },
+        Some(200),
+    );
+    r.register(
+        "CliffWalking-v1",
+        |kw| {
+            check_kwargs("CliffWalking-v1", kw, &["render_mode"])?;
+            Ok(Box::new(toy_text::cliff_walking()))
+        },
+        None,
+    );
+    r.register(
+        "Taxi-v3",
+        |kw| {
+            check_kwargs("Taxi-v3", kw, &["render_mode"])?;
+            Ok(Box::new(toy_text::taxi()))
+        },
+        Some(200),
+    );
     // Velocity-masked POMDPs (rl-baselines3-zoo's MaskVelocityWrapper).
-    r.register("CartPoleNoVel-v1", |kw| Ok(Box::new(MaskObservation::new(no_kwargs::<classic::CartPole>("CartPoleNoVel-v1", kw)?, vec![1, 3], "CartPoleNoVel-v1"))), Some(500));
-    r.register("PendulumNoVel-v1", |kw| Ok(Box::new(MaskObservation::new(no_kwargs::<classic::Pendulum>("PendulumNoVel-v1", kw)?, vec![2], "PendulumNoVel-v1"))), Some(200));
-    r.register("MountainCarContinuousNoVel-v0", |kw| {
-        Ok(Box::new(MaskObservation::new(no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuousNoVel-v0", kw)?, vec![1], "MountainCarContinuousNoVel-v0")))
-    }, Some(999));
+    r.register(
+        "CartPoleNoVel-v1",
+        |kw| {
+            Ok(Box::new(MaskObservation::new(
+                no_kwargs::<classic::CartPole>("CartPoleNoVel-v1", kw)?,
+                vec![1, 3],
+                "CartPoleNoVel-v1",
+            )))
+        },
+        Some(500),
+    );
+    r.register(
+        "PendulumNoVel-v1",
+        |kw| {
+            Ok(Box::new(MaskObservation::new(
+                no_kwargs::<classic::Pendulum>("PendulumNoVel-v1", kw)?,
+                vec![2],
+                "PendulumNoVel-v1",
+            )))
+        },
+        Some(200),
+    );
+    r.register(
+        "MountainCarContinuousNoVel-v0",
+        |kw| {
+            Ok(Box::new(MaskObservation::new(
+                no_kwargs::<classic::MountainCarContinuous>("MountainCarContinuousNoVel-v0", kw)?,
+                vec![1],
+                "MountainCarContinuousNoVel-v0",
+            )))
+        },
+        Some(999),
+    );
     r
 }
 
@@ -70,7 +134,10 @@ mod tests {
             let mut b = make(id, &Kwargs::new()).unwrap();
             let space = a.action_space().clone();
             let mut rng = rl_core::Rng::seed_from(5);
-            let (mut oa, mut ob) = (vec![0.0; a.observation_space().raw_dim()], vec![0.0; b.observation_space().raw_dim()]);
+            let (mut oa, mut ob) = (
+                vec![0.0; a.observation_space().raw_dim()],
+                vec![0.0; b.observation_space().raw_dim()],
+            );
             a.reset(Some(11), &mut oa).unwrap();
             for _ in 0..37 {
                 let mut act = Vec::new();
@@ -87,7 +154,11 @@ mod tests {
                 space.sample(&mut rng, &mut act);
                 let sa = a.step(&act, &mut oa).unwrap();
                 let sb = b.step(&act, &mut ob).unwrap();
-                assert_eq!((sa.reward, sa.terminated, sa.truncated, &oa), (sb.reward, sb.terminated, sb.truncated, &ob), "{id} step {t}");
+                assert_eq!(
+                    (sa.reward, sa.terminated, sa.truncated, &oa),
+                    (sb.reward, sb.terminated, sb.truncated, &ob),
+                    "{id} step {t}"
+                );
                 if sa.terminated || sa.truncated {
                     a.reset(None, &mut oa).unwrap();
                     b.reset(None, &mut ob).unwrap();
@@ -99,12 +170,22 @@ mod tests {
 
     #[test]
     fn make_errors_name_the_problem() {
-        let e = make("CartPole-v9", &Kwargs::new()).err().unwrap().to_string();
-        assert!(e.contains("CartPole-v9") && e.contains("CartPole-v1"), "{e}");
-        let kw: Kwargs = [("colour".to_string(), serde_json::json!(1))].into_iter().collect();
+        let e = make("CartPole-v9", &Kwargs::new())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("CartPole-v9") && e.contains("CartPole-v1"),
+            "{e}"
+        );
+        let kw: Kwargs = [("colour".to_string(), serde_json::json!(1))]
+            .into_iter()
+            .collect();
         let e = make("CartPole-v1", &kw).err().unwrap().to_string();
         assert!(e.contains("colour"), "{e}");
-        let kw: Kwargs = [("is_slippery".to_string(), serde_json::json!("yes"))].into_iter().collect();
+        let kw: Kwargs = [("is_slippery".to_string(), serde_json::json!("yes"))]
+            .into_iter()
+            .collect();
         let e = make("FrozenLake-v1", &kw).err().unwrap().to_string();
         assert!(e.contains("is_slippery"), "{e}");
     }
@@ -141,7 +222,12 @@ mod tests {
 
 /// Builds a training env: `make(id)` (with its TimeLimit), then RecordEpisodeStatistics (so
 /// recorded returns are the true ones), then the optional normalization wrappers.
-pub fn make_training_env(id: &str, kwargs: &Kwargs, normalize: &rl_core::config::NormalizeConfig, gamma: f64) -> Result<Box<dyn Env>, EnvError> {
+pub fn make_training_env(
+    id: &str,
+    kwargs: &Kwargs,
+    normalize: &rl_core::config::NormalizeConfig,
+    gamma: f64,
+) -> Result<Box<dyn Env>, EnvError> {
     use rl_core::wrappers::{NormalizeObservation, NormalizeReward, RecordEpisodeStatistics};
     let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
     if normalize.obs {
@@ -155,7 +241,11 @@ pub fn make_training_env(id: &str, kwargs: &Kwargs, normalize: &rl_core::config:
 
 /// Builds an evaluation env: like [`make_training_env`] but rewards are never normalized, so
 /// evaluation returns are true returns; observation statistics come from training.
-pub fn make_eval_env(id: &str, kwargs: &Kwargs, normalize: &rl_core::config::NormalizeConfig) -> Result<Box<dyn Env>, EnvError> {
+pub fn make_eval_env(
+    id: &str,
+    kwargs: &Kwargs,
+    normalize: &rl_core::config::NormalizeConfig,
+) -> Result<Box<dyn Env>, EnvError> {
     use rl_core::wrappers::{NormalizeObservation, RecordEpisodeStatistics};
     let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
     if normalize.obs {

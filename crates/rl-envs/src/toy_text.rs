@@ -1,7 +1,7 @@
 //! Toy text: FrozenLake-v1, CliffWalking-v1, Taxi-v3, as tabular MDPs with Gymnasium's
 //! transition tables and sampling (`argmax(cumsum(probs) > u)`).
 
-use rl_core::env::{check_action, snap_field, Env, EnvError, Info, Kwargs, Step};
+use rl_core::env::{Env, EnvError, Info, Kwargs, Step, check_action, snap_field};
 use rl_core::{Rng, Space};
 
 /// `(probability, next_state, reward, terminated)`.
@@ -52,7 +52,15 @@ impl TabularEnv {
         let (_, s, r, d) = trans[i];
         self.s = s;
         self.last_action = Some(a);
-        (Step { reward: r, terminated: d, truncated: false, info: [("prob".to_string(), trans[i].0)].into_iter().collect() }, i)
+        (
+            Step {
+                reward: r,
+                terminated: d,
+                truncated: false,
+                info: [("prob".to_string(), trans[i].0)].into_iter().collect(),
+            },
+            i,
+        )
     }
     /// Resets with a given uniform draw for the initial-state sample.
     pub fn reset_with_uniform(&mut self, u: f64) -> usize {
@@ -69,7 +77,10 @@ impl Env for TabularEnv {
     fn restore(&mut self, snap: &serde_json::Value) -> Result<(), EnvError> {
         let s: usize = snap_field(&self.id, snap, "s")?;
         if s >= self.p.len() {
-            return Err(EnvError::InvalidState { env: self.id.clone(), reason: format!("state {s} out of range") });
+            return Err(EnvError::InvalidState {
+                env: self.id.clone(),
+                reason: format!("state {s} out of range"),
+            });
         }
         self.s = s;
         self.last_action = snap_field(&self.id, snap, "last_action")?;
@@ -109,7 +120,13 @@ impl Env for TabularEnv {
                 self.s = *s as usize;
                 Ok(())
             }
-            _ => Err(EnvError::InvalidState { env: self.id.clone(), reason: format!("expected one state index in [0, {}), got {state:?}", self.p.len()) }),
+            _ => Err(EnvError::InvalidState {
+                env: self.id.clone(),
+                reason: format!(
+                    "expected one state index in [0, {}), got {state:?}",
+                    self.p.len()
+                ),
+            }),
         }
     }
     fn render(&self) -> Option<String> {
@@ -122,7 +139,10 @@ fn render_grid(env: &TabularEnv) -> String {
     let (r, c) = (env.s / ncol, env.s % ncol);
     let mut out = String::new();
     if let Some(a) = env.last_action {
-        out.push_str(&format!("  ({})\n", ["Left", "Down", "Right", "Up"].get(a).unwrap_or(&"?")));
+        out.push_str(&format!(
+            "  ({})\n",
+            ["Left", "Down", "Right", "Up"].get(a).unwrap_or(&"?")
+        ));
     }
     for (i, row) in env.desc.iter().enumerate() {
         for (j, &ch) in row.iter().enumerate() {
@@ -143,7 +163,10 @@ fn render_grid(env: &TabularEnv) -> String {
 pub fn frozen_lake_map(name: &str) -> Option<Vec<String>> {
     let m: &[&str] = match name {
         "4x4" => &["SFFF", "FHFH", "FFFH", "HFFG"],
-        "8x8" => &["SFFFFFFF", "FFFFFFFF", "FFFHFFFF", "FFFFFHFF", "FFFHFFFF", "FHHFFFHF", "FHFFHFHF", "FFFHFFFG"],
+        "8x8" => &[
+            "SFFFFFFF", "FFFFFFFF", "FFFHFFFF", "FFFFFHFF", "FFFHFFFF", "FHHFFFHF", "FHFFHFHF",
+            "FFFHFFFG",
+        ],
         _ => return None,
     };
     Some(m.iter().map(|s| s.to_string()).collect())
@@ -151,7 +174,11 @@ pub fn frozen_lake_map(name: &str) -> Option<Vec<String>> {
 
 /// FrozenLake-v1 with a named or custom map; `is_slippery` moves in the intended direction
 /// with probability `success_rate` and to each perpendicular direction with half the rest.
-pub fn frozen_lake(desc: &[String], is_slippery: bool, success_rate: f64) -> Result<TabularEnv, EnvError> {
+pub fn frozen_lake(
+    desc: &[String],
+    is_slippery: bool,
+    success_rate: f64,
+) -> Result<TabularEnv, EnvError> {
     let bad = |m: String| EnvError::Make(format!("FrozenLake-v1: {m}"));
     let desc: Vec<Vec<u8>> = desc.iter().map(|r| r.bytes().collect()).collect();
     let nrow = desc.len();
@@ -160,7 +187,10 @@ pub fn frozen_lake(desc: &[String], is_slippery: bool, success_rate: f64) -> Res
         return Err(bad("map rows must be non-empty and of equal length".into()));
     }
     if let Some(c) = desc.iter().flatten().find(|c| !b"SFHG".contains(c)) {
-        return Err(bad(format!("map cell {:?} is not one of S, F, H, G", *c as char)));
+        return Err(bad(format!(
+            "map cell {:?} is not one of S, F, H, G",
+            *c as char
+        )));
     }
     if !desc.iter().flatten().any(|&c| c == b'S') {
         return Err(bad("map has no start cell S".into()));
@@ -193,7 +223,11 @@ pub fn frozen_lake(desc: &[String], is_slippery: bool, success_rate: f64) -> Res
                 let outcome = |b: usize| {
                     let (nr, nc) = inc(r, c, b);
                     let l = desc[nr][nc];
-                    (to_s(nr, nc), if l == b'G' { 1.0 } else { 0.0 }, l == b'G' || l == b'H')
+                    (
+                        to_s(nr, nc),
+                        if l == b'G' { 1.0 } else { 0.0 },
+                        l == b'G' || l == b'H',
+                    )
                 };
                 if is_slippery {
                     for b in [(a + 3) % 4, a, (a + 1) % 4] {
@@ -208,7 +242,11 @@ pub fn frozen_lake(desc: &[String], is_slippery: bool, success_rate: f64) -> Res
         }
     }
     let starts = desc.iter().flatten().filter(|&&c| c == b'S').count() as f64;
-    let initial = desc.iter().flatten().map(|&c| if c == b'S' { 1.0 / starts } else { 0.0 }).collect();
+    let initial = desc
+        .iter()
+        .flatten()
+        .map(|&c| if c == b'S' { 1.0 / starts } else { 0.0 })
+        .collect();
     Ok(TabularEnv {
         id: "FrozenLake-v1".into(),
         p,
@@ -228,14 +266,28 @@ pub fn frozen_lake(desc: &[String], is_slippery: bool, success_rate: f64) -> Res
 pub fn frozen_lake_from_kwargs(kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
     use rl_core::env::{check_kwargs, kwarg};
     const ID: &str = "FrozenLake-v1";
-    check_kwargs(ID, kw, &["map_name", "desc", "is_slippery", "success_rate", "render_mode"])?;
+    check_kwargs(
+        ID,
+        kw,
+        &[
+            "map_name",
+            "desc",
+            "is_slippery",
+            "success_rate",
+            "render_mode",
+        ],
+    )?;
     let desc: Option<Vec<String>> = kwarg(ID, kw, "desc")?;
     let map_name: Option<String> = kwarg(ID, kw, "map_name")?;
     let desc = match (desc, map_name) {
         (Some(d), _) => d,
         (None, name) => {
             let name = name.unwrap_or_else(|| "4x4".into());
-            frozen_lake_map(&name).ok_or_else(|| EnvError::Make(format!("{ID}: unknown map_name {name:?}; expected 4x4 or 8x8 (or give desc)")))?
+            frozen_lake_map(&name).ok_or_else(|| {
+                EnvError::Make(format!(
+                    "{ID}: unknown map_name {name:?}; expected 4x4 or 8x8 (or give desc)"
+                ))
+            })?
         }
     };
     let slippery = kwarg(ID, kw, "is_slippery")?.unwrap_or(true);
@@ -253,7 +305,10 @@ pub fn cliff_walking() -> TabularEnv {
     for s in 0..ns {
         let (r, c) = (s / ncol, s % ncol);
         // 0 UP, 1 RIGHT, 2 DOWN, 3 LEFT.
-        for (a, (dr, dc)) in [(-1i64, 0i64), (0, 1), (1, 0), (0, -1)].into_iter().enumerate() {
+        for (a, (dr, dc)) in [(-1i64, 0i64), (0, 1), (1, 0), (0, -1)]
+            .into_iter()
+            .enumerate()
+        {
             let nr = (r as i64 + dr).clamp(0, nrow as i64 - 1) as usize;
             let nc = (c as i64 + dc).clamp(0, ncol as i64 - 1) as usize;
             let t = if is_cliff(nr, nc) {
@@ -286,9 +341,18 @@ pub fn cliff_walking() -> TabularEnv {
 
 /// Taxi-v3: 500 states, 6 actions (south, north, east, west, pickup, dropoff).
 pub fn taxi() -> TabularEnv {
-    let map: [&[u8]; 7] = [b"+---------+", b"|R: | : :G|", b"| : | : : |", b"| : : : : |", b"| | : | : |", b"|Y| : |B: |", b"+---------+"];
+    let map: [&[u8]; 7] = [
+        b"+---------+",
+        b"|R: | : :G|",
+        b"| : | : : |",
+        b"| : : : : |",
+        b"| | : | : |",
+        b"|Y| : |B: |",
+        b"+---------+",
+    ];
     let locs = [(0usize, 0usize), (0, 4), (4, 0), (4, 3)];
-    let encode = |row: usize, col: usize, pass: usize, dest: usize| ((row * 5 + col) * 5 + pass) * 4 + dest;
+    let encode =
+        |row: usize, col: usize, pass: usize, dest: usize| ((row * 5 + col) * 5 + pass) * 4 + dest;
     let mut p = vec![vec![Vec::new(); 6]; 500];
     let mut initial = vec![0.0; 500];
     for row in 0..5 {
@@ -321,7 +385,9 @@ pub fn taxi() -> TabularEnv {
                                     np = dest;
                                     terminated = true;
                                     reward = 20.0;
-                                } else if let (Some(i), true) = (locs.iter().position(|&l| l == taxi), pass == 4) {
+                                } else if let (Some(i), true) =
+                                    (locs.iter().position(|&l| l == taxi), pass == 4)
+                                {
                                     np = i;
                                 } else {
                                     reward = -10.0;
@@ -357,7 +423,14 @@ fn render_taxi(env: &TabularEnv) -> String {
     let mut out: Vec<Vec<u8>> = env.desc.clone();
     let taxi_ch = if pass == 4 { b'@' } else { b'T' };
     out[1 + row][2 * col + 1] = taxi_ch;
-    let mut text: String = out.iter().map(|r| String::from_utf8_lossy(r).into_owned() + "\n").collect();
-    text.push_str(&format!("passenger: {}, destination: {}\n", ["R", "G", "Y", "B", "in taxi"][pass], ["R", "G", "Y", "B"][dest]));
+    let mut text: String = out
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).into_owned() + "\n")
+        .collect();
+    text.push_str(&format!(
+        "passenger: {}, destination: {}\n",
+        ["R", "G", "Y", "B", "in taxi"][pass],
+        ["R", "G", "Y", "B"][dest]
+    ));
     text
 }

@@ -8,7 +8,11 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn ref_dir() -> PathBuf {
-    rl_core::testing::reference_path("RL_ENV_REFERENCE_DIR", "../shared/ref/envs", env!("CARGO_MANIFEST_DIR"))
+    rl_core::testing::reference_path(
+        "RL_ENV_REFERENCE_DIR",
+        "../shared/ref/envs",
+        env!("CARGO_MANIFEST_DIR"),
+    )
 }
 
 fn num(v: &Value) -> f64 {
@@ -54,24 +58,53 @@ fn replay_classic(d: &Value, key: &str) -> usize {
     let mut steps = 0;
     for (ei, ep) in d["episodes"].as_array().unwrap().iter().enumerate() {
         let mut obs = vec![0.0f32; env.observation_space().raw_dim()];
-        env.reset(Some(ep["seed"].as_u64().unwrap()), &mut obs).unwrap();
+        env.reset(Some(ep["seed"].as_u64().unwrap()), &mut obs)
+            .unwrap();
         env.set_state(&nums(&ep["initial_state"])).unwrap();
         let actions = ep["actions"].as_array().unwrap();
         for (t, a) in actions.iter().enumerate() {
             let act: Vec<f32> = nums(a).iter().map(|&x| x as f32).collect();
             let s = env.step(&act, &mut obs).unwrap();
             let ctx = format!("{key} episode {ei} step {t}");
-            let want_obs: Vec<f32> = nums(&ep["observations"][t]).iter().map(|&x| x as f32).collect();
-            assert_eq!(obs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want_obs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "{ctx}: observation {obs:?} vs {want_obs:?}");
+            let want_obs: Vec<f32> = nums(&ep["observations"][t])
+                .iter()
+                .map(|&x| x as f32)
+                .collect();
+            assert_eq!(
+                obs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                want_obs.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "{ctx}: observation {obs:?} vs {want_obs:?}"
+            );
             let want_r = num(&ep["rewards"][t]);
-            assert_eq!(s.reward.to_bits(), want_r.to_bits(), "{ctx}: reward {} vs {want_r}", s.reward);
-            assert_eq!(s.terminated, ep["terminated"][t].as_bool().unwrap(), "{ctx}: terminated");
+            assert_eq!(
+                s.reward.to_bits(),
+                want_r.to_bits(),
+                "{ctx}: reward {} vs {want_r}",
+                s.reward
+            );
+            assert_eq!(
+                s.terminated,
+                ep["terminated"][t].as_bool().unwrap(),
+                "{ctx}: terminated"
+            );
             // Recordings capped before the time limit (end_reason step_cap) never truncate.
-            assert_eq!(s.truncated, ep["truncated"][t].as_bool().unwrap(), "{ctx}: truncated");
-            assert_eq!(s.truncated, t + 1 >= max && !s.terminated || (s.truncated && t + 1 >= max), "{ctx}: time limit");
+            assert_eq!(
+                s.truncated,
+                ep["truncated"][t].as_bool().unwrap(),
+                "{ctx}: truncated"
+            );
+            assert_eq!(
+                s.truncated,
+                t + 1 >= max && !s.terminated || (s.truncated && t + 1 >= max),
+                "{ctx}: time limit"
+            );
             let st = env.state().unwrap();
             let want_st = nums(&ep["states"][t]);
-            assert_eq!(st.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want_st.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "{ctx}: state {st:?} vs {want_st:?}");
+            assert_eq!(
+                st.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                want_st.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "{ctx}: state {st:?} vs {want_st:?}"
+            );
             steps += 1;
         }
     }
@@ -92,10 +125,22 @@ fn replay_frozen_lake(d: &Value, key: &str) -> usize {
             assert_eq!(list.len(), env.p[s][a].len(), "{key}: P[{s}][{a}] length");
             for (k, t) in list.iter().enumerate() {
                 let (p, ns, r, done) = env.p[s][a][k];
-                assert_eq!(p.to_bits(), num(&t[0]).to_bits(), "{key}: P[{s}][{a}][{k}] prob");
-                assert_eq!(ns, t[1].as_u64().unwrap() as usize, "{key}: P[{s}][{a}][{k}] next");
+                assert_eq!(
+                    p.to_bits(),
+                    num(&t[0]).to_bits(),
+                    "{key}: P[{s}][{a}][{k}] prob"
+                );
+                assert_eq!(
+                    ns,
+                    t[1].as_u64().unwrap() as usize,
+                    "{key}: P[{s}][{a}][{k}] next"
+                );
                 assert_eq!(r, num(&t[2]), "{key}: P[{s}][{a}][{k}] reward");
-                assert_eq!(done, t[3].as_bool().unwrap(), "{key}: P[{s}][{a}][{k}] terminated");
+                assert_eq!(
+                    done,
+                    t[3].as_bool().unwrap(),
+                    "{key}: P[{s}][{a}][{k}] terminated"
+                );
             }
         }
     }
@@ -103,17 +148,42 @@ fn replay_frozen_lake(d: &Value, key: &str) -> usize {
     let mut steps = 0;
     for (ei, ep) in d["episodes"].as_array().unwrap().iter().enumerate() {
         let s0 = env.reset_with_uniform(num(&ep["reset_uniform_draw"]));
-        assert_eq!(s0 as u64, ep["initial_state"].as_u64().unwrap(), "{key} episode {ei}: initial state");
+        assert_eq!(
+            s0 as u64,
+            ep["initial_state"].as_u64().unwrap(),
+            "{key} episode {ei}: initial state"
+        );
         for (t, a) in ep["actions"].as_array().unwrap().iter().enumerate() {
             let ctx = format!("{key} episode {ei} step {t}");
-            let (s, idx) = env.step_with_uniform(a.as_u64().unwrap() as usize, num(&ep["uniform_draws"][t]));
-            assert_eq!(idx as u64, ep["transition_index"][t].as_u64().unwrap(), "{ctx}: transition index");
-            assert_eq!(env.s() as u64, ep["observations"][t].as_u64().unwrap(), "{ctx}: observation");
-            assert_eq!(env.s() as u64, ep["states"][t].as_u64().unwrap(), "{ctx}: state");
+            let (s, idx) =
+                env.step_with_uniform(a.as_u64().unwrap() as usize, num(&ep["uniform_draws"][t]));
+            assert_eq!(
+                idx as u64,
+                ep["transition_index"][t].as_u64().unwrap(),
+                "{ctx}: transition index"
+            );
+            assert_eq!(
+                env.s() as u64,
+                ep["observations"][t].as_u64().unwrap(),
+                "{ctx}: observation"
+            );
+            assert_eq!(
+                env.s() as u64,
+                ep["states"][t].as_u64().unwrap(),
+                "{ctx}: state"
+            );
             assert_eq!(s.reward, num(&ep["rewards"][t]), "{ctx}: reward");
-            assert_eq!(s.terminated, ep["terminated"][t].as_bool().unwrap(), "{ctx}: terminated");
+            assert_eq!(
+                s.terminated,
+                ep["terminated"][t].as_bool().unwrap(),
+                "{ctx}: terminated"
+            );
             let truncated = !s.terminated && t + 1 >= max;
-            assert_eq!(truncated, ep["truncated"][t].as_bool().unwrap(), "{ctx}: truncated");
+            assert_eq!(
+                truncated,
+                ep["truncated"][t].as_bool().unwrap(),
+                "{ctx}: truncated"
+            );
             steps += 1;
         }
     }
@@ -124,7 +194,12 @@ fn replay_frozen_lake(d: &Value, key: &str) -> usize {
 fn replay_gymnasium_trajectories() {
     let dir = ref_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e} (set RL_ENV_REFERENCE_DIR)", dir.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot read {}: {e} (set RL_ENV_REFERENCE_DIR)",
+                dir.display()
+            )
+        })
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
@@ -132,20 +207,29 @@ fn replay_gymnasium_trajectories() {
     let mut replayed = Vec::new();
     let mut skipped = Vec::new();
     for f in &files {
-        let d: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let d: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let key = d["key"].as_str().unwrap().to_string();
         let id = d["env_id"].as_str().unwrap();
         if NOT_BUILT.contains(&id) {
             skipped.push(key);
             continue;
         }
-        let steps = if d.get("frozenlake").is_some() { replay_frozen_lake(&d, &key) } else { replay_classic(&d, &key) };
+        let steps = if d.get("frozenlake").is_some() {
+            replay_frozen_lake(&d, &key)
+        } else {
+            replay_classic(&d, &key)
+        };
         assert!(steps > 0, "{key}: no steps replayed");
         println!("replayed {key}: {steps} steps bit-exact");
         replayed.push(key);
     }
     println!("skipped (env not built yet): {skipped:?}");
     for k in REQUIRED {
-        assert!(replayed.iter().any(|r| r == k), "required env {k} was not replayed (missing file in {})", dir.display());
+        assert!(
+            replayed.iter().any(|r| r == k),
+            "required env {k} was not replayed (missing file in {})",
+            dir.display()
+        );
     }
 }

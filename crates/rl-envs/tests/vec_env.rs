@@ -4,7 +4,9 @@ use rl_core::env::{Env, Kwargs};
 use rl_core::{Rng, VecEnv};
 
 fn envs(id: &str, n: usize) -> Vec<Box<dyn Env>> {
-    (0..n).map(|_| rl_envs::make_training_env(id, &Kwargs::new(), &Default::default(), 0.99).unwrap()).collect()
+    (0..n)
+        .map(|_| rl_envs::make_training_env(id, &Kwargs::new(), &Default::default(), 0.99).unwrap())
+        .collect()
 }
 
 #[test]
@@ -24,7 +26,11 @@ fn threaded_equals_sequential() {
             b.step(&act).unwrap();
             assert_eq!(a.obs(), b.obs(), "{id}");
             assert_eq!(a.rewards(), b.rewards(), "{id}");
-            assert_eq!((a.terminated(), a.truncated()), (b.terminated(), b.truncated()), "{id}");
+            assert_eq!(
+                (a.terminated(), a.truncated()),
+                (b.terminated(), b.truncated()),
+                "{id}"
+            );
         }
         assert_eq!(a.drain_episodes(), b.drain_episodes(), "{id}");
     }
@@ -43,10 +49,19 @@ fn autoreset_keeps_true_final_observation() {
     let (mut terminations, mut truncations) = (0, 0);
     for _ in 0..3000 {
         // A weak controller so some episodes reach the 500-step time limit.
-        let a = if rng.uniform() < 0.1 { (rng.below(2)) as f32 } else if obs[2] + 0.3 * obs[3] > 0.0 { 1.0 } else { 0.0 };
+        let a = if rng.uniform() < 0.1 {
+            (rng.below(2)) as f32
+        } else if obs[2] + 0.3 * obs[3] > 0.0 {
+            1.0
+        } else {
+            0.0
+        };
         v.step(&[a]).unwrap();
         let s = twin.step(&[a], &mut obs).unwrap();
-        assert_eq!((v.terminated()[0], v.truncated()[0]), (s.terminated, s.truncated));
+        assert_eq!(
+            (v.terminated()[0], v.truncated()[0]),
+            (s.terminated, s.truncated)
+        );
         if s.terminated || s.truncated {
             assert_eq!(v.final_obs(0), &obs[..], "final observation kept");
             terminations += s.terminated as usize;
@@ -59,5 +74,8 @@ fn autoreset_keeps_true_final_observation() {
             assert_eq!(v.obs(), &obs[..]);
         }
     }
-    assert!(terminations > 0 && truncations > 0, "{terminations} terminations, {truncations} truncations");
+    assert!(
+        terminations > 0 && truncations > 0,
+        "{terminations} terminations, {truncations} truncations"
+    );
 }

@@ -6,7 +6,7 @@ use rl_core::burn::module::{Module, Param};
 use rl_core::burn::nn::Linear;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::distributions::DistKind;
-use rl_core::nn::{linear_orthogonal, Activation, Mlp, MlpConfig};
+use rl_core::nn::{Activation, Mlp, MlpConfig, linear_orthogonal};
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +45,13 @@ pub struct PolicyKwargs {
 
 impl Default for PolicyKwargs {
     fn default() -> Self {
-        Self { net_arch: NetArch::Same(vec![64, 64]), activation_fn: Activation::Tanh, ortho_init: true, log_std_init: 0.0, shared: false }
+        Self {
+            net_arch: NetArch::Same(vec![64, 64]),
+            activation_fn: Activation::Tanh,
+            ortho_init: true,
+            log_std_init: 0.0,
+            shared: false,
+        }
     }
 }
 
@@ -79,7 +85,13 @@ pub struct ActorCritic {
 
 impl ActorCritic {
     /// Builds the policy for `obs_space` (flattened) and `action_space`, weights from `rng`.
-    pub fn new(obs_space: &Space, action_space: &Space, kw: &PolicyKwargs, rng: &mut Rng, device: &Device) -> Result<Self, String> {
+    pub fn new(
+        obs_space: &Space,
+        action_space: &Space,
+        kw: &PolicyKwargs,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
         let dist = DistKind::for_space(action_space)?;
         let d_in = obs_space.flat_dim();
         let (pi_h, vf_h) = match &kw.net_arch {
@@ -88,21 +100,47 @@ impl ActorCritic {
         };
         let gain = |g: f64| if kw.ortho_init { g } else { 1.0 };
         let trunk = |hidden: Vec<usize>, rng: &mut Rng| {
-            MlpConfig { d_input: d_in, hidden, d_output: None, activation: kw.activation_fn, output_gain: 1.0, hidden_gain: gain(kw.activation_fn.hidden_gain()) }.init(rng, device)
+            MlpConfig {
+                d_input: d_in,
+                hidden,
+                d_output: None,
+                activation: kw.activation_fn,
+                output_gain: 1.0,
+                hidden_gain: gain(kw.activation_fn.hidden_gain()),
+            }
+            .init(rng, device)
         };
         let pi = trunk(pi_h.clone(), rng);
-        let vf = if kw.shared { None } else { Some(trunk(vf_h.clone(), rng)) };
+        let vf = if kw.shared {
+            None
+        } else {
+            Some(trunk(vf_h.clone(), rng))
+        };
         let pi_out = pi_h.last().copied().unwrap_or(d_in);
-        let vf_out = if kw.shared { pi_out } else { vf_h.last().copied().unwrap_or(d_in) };
+        let vf_out = if kw.shared {
+            pi_out
+        } else {
+            vf_h.last().copied().unwrap_or(d_in)
+        };
         let action_net = linear_orthogonal(pi_out, dist.param_dim(), gain(0.01), rng, device);
         let value_net = linear_orthogonal(vf_out, 1, gain(1.0), rng, device);
         let log_std = match &dist {
             DistKind::DiagGaussian { dim } | DistKind::SquashedDiagGaussian { dim } => {
-                Some(Param::from_data(TensorData::new(vec![kw.log_std_init as f32; *dim], [*dim]), device))
+                Some(Param::from_data(
+                    TensorData::new(vec![kw.log_std_init as f32; *dim], [*dim]),
+                    device,
+                ))
             }
             _ => None,
         };
-        Ok(Self { pi, vf, action_net, value_net, log_std, dist })
+        Ok(Self {
+            pi,
+            vf,
+            action_net,
+            value_net,
+            log_std,
+            dist,
+        })
     }
 
     /// Forward pass on flattened observations `[B, obs_flat_dim]`.
@@ -115,7 +153,11 @@ impl ActorCritic {
         let params = self.action_net.forward(latent_pi);
         let values = self.value_net.forward(latent_vf).squeeze_dim::<1>(1);
         let log_std = self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0));
-        PolicyOutput { params, log_std, values }
+        PolicyOutput {
+            params,
+            log_std,
+            values,
+        }
     }
 
     /// Values `[B]` only.
@@ -128,9 +170,15 @@ impl ActorCritic {
     }
 
     /// `(values, log_prob, entropy)` of `actions` `[B, act_dim]` (SB3's `evaluate_actions`).
-    pub fn evaluate_actions(&self, obs: Tensor<2>, actions: Tensor<2>) -> (Tensor<1>, Tensor<1>, Option<Tensor<1>>) {
+    pub fn evaluate_actions(
+        &self,
+        obs: Tensor<2>,
+        actions: Tensor<2>,
+    ) -> (Tensor<1>, Tensor<1>, Option<Tensor<1>>) {
         let out = self.forward(obs);
-        let lp = self.dist.log_prob(out.params.clone(), out.log_std.clone(), actions);
+        let lp = self
+            .dist
+            .log_prob(out.params.clone(), out.log_std.clone(), actions);
         let ent = self.dist.entropy(out.params, out.log_std);
         (out.values, lp, ent)
     }

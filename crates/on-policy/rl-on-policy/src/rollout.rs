@@ -67,8 +67,19 @@ impl RolloutCollector {
     pub fn new(mut env: VecEnv, n_steps: usize, seed: u64) -> Result<Self, EnvError> {
         let n = env.num_envs();
         let last_obs = env.reset(Some(seed))?.to_vec();
-        let buffer = RolloutBuffer::new(n_steps, n, env.observation_space().flat_dim(), env.act_dim());
-        Ok(Self { env, buffer, last_obs, last_episode_starts: vec![1.0; n], flat: Vec::new() })
+        let buffer = RolloutBuffer::new(
+            n_steps,
+            n,
+            env.observation_space().flat_dim(),
+            env.act_dim(),
+        );
+        Ok(Self {
+            env,
+            buffer,
+            last_obs,
+            last_episode_starts: vec![1.0; n],
+            flat: Vec::new(),
+        })
     }
 
     /// Saves what resuming needs.
@@ -76,15 +87,26 @@ impl RolloutCollector {
         Ok(CollectorState {
             last_obs: self.last_obs.clone(),
             last_episode_starts: self.last_episode_starts.clone(),
-            envs: self.env.envs().iter().map(|e| e.snapshot()).collect::<Result<_, _>>()?,
+            envs: self
+                .env
+                .envs()
+                .iter()
+                .map(|e| e.snapshot())
+                .collect::<Result<_, _>>()?,
         })
     }
 
     /// Restores a saved [`CollectorState`].
     pub fn restore(&mut self, s: &CollectorState) -> Result<(), EnvError> {
         let n = self.env.num_envs();
-        if s.envs.len() != n || s.last_obs.len() != self.last_obs.len() || s.last_episode_starts.len() != n {
-            return Err(EnvError::InvalidState { env: self.env.envs()[0].id().to_string(), reason: format!("checkpoint holds {} envs, the run has {n}", s.envs.len()) });
+        if s.envs.len() != n
+            || s.last_obs.len() != self.last_obs.len()
+            || s.last_episode_starts.len() != n
+        {
+            return Err(EnvError::InvalidState {
+                env: self.env.envs()[0].id().to_string(),
+                reason: format!("checkpoint holds {} envs, the run has {n}", s.envs.len()),
+            });
         }
         for (e, snap) in self.env.envs_mut().iter_mut().zip(&s.envs) {
             e.restore(snap)?;
@@ -96,7 +118,14 @@ impl RolloutCollector {
 
     /// Fills the buffer with `n_steps` steps of every env using `policy` (inference device),
     /// drawing actions from `rng`, then computes advantages and returns.
-    pub fn collect(&mut self, policy: &ActorCritic, device: &Device, rng: &mut Rng, gamma: f32, gae_lambda: f32) -> Result<RolloutInfo, EnvError> {
+    pub fn collect(
+        &mut self,
+        policy: &ActorCritic,
+        device: &Device,
+        rng: &mut Rng,
+        gamma: f32,
+        gae_lambda: f32,
+    ) -> Result<RolloutInfo, EnvError> {
         let n = self.env.num_envs();
         let space = self.env.observation_space().clone();
         let flat_dim = space.flat_dim();
@@ -115,12 +144,19 @@ impl RolloutCollector {
             let log_std = out.log_std.map(host).unwrap_or_default();
             let values = host(out.values);
             actions.clear();
-            let log_probs = policy.dist.sample(&params, &log_std, rng, false, &mut actions);
+            let log_probs = policy
+                .dist
+                .sample(&params, &log_std, rng, false, &mut actions);
             // Box actions are clipped to the bounds for the env; the buffer keeps the raw sample.
             let env_actions = match &bounds {
                 Some((lo, hi)) => {
                     clipped.clear();
-                    clipped.extend(actions.iter().enumerate().map(|(i, &a)| a.clamp(lo[i % lo.len()], hi[i % hi.len()])));
+                    clipped.extend(
+                        actions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &a)| a.clamp(lo[i % lo.len()], hi[i % hi.len()])),
+                    );
                     &clipped
                 }
                 None => &actions,
@@ -132,7 +168,9 @@ impl RolloutCollector {
                 dones[e] = (term || trunc) as u8 as f32;
             }
             // Bootstrap truncated (not terminated) episodes from the true final observation.
-            let trunc_envs: Vec<usize> = (0..n).filter(|&e| self.env.truncated()[e] && !self.env.terminated()[e]).collect();
+            let trunc_envs: Vec<usize> = (0..n)
+                .filter(|&e| self.env.truncated()[e] && !self.env.terminated()[e])
+                .collect();
             if !trunc_envs.is_empty() {
                 let mut raw = Vec::new();
                 for &e in &trunc_envs {
@@ -145,14 +183,22 @@ impl RolloutCollector {
                     rewards[e] += gamma * v[k];
                 }
             }
-            self.buffer.add(&self.flat, &actions, &rewards, &self.last_episode_starts, &values, &log_probs);
+            self.buffer.add(
+                &self.flat,
+                &actions,
+                &rewards,
+                &self.last_episode_starts,
+                &values,
+                &log_probs,
+            );
             self.last_obs.copy_from_slice(self.env.obs());
             self.last_episode_starts.copy_from_slice(&dones);
             info.episodes.extend(self.env.drain_episodes());
         }
         flatten_batch(&space, &self.last_obs, &mut self.flat);
         let last_values = host(policy.values(tensor2(self.flat.clone(), n, flat_dim, device)));
-        self.buffer.compute_returns_and_advantage(&last_values, &dones, gamma, gae_lambda);
+        self.buffer
+            .compute_returns_and_advantage(&last_values, &dones, gamma, gae_lambda);
         Ok(info)
     }
 }

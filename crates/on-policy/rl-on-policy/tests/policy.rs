@@ -12,10 +12,20 @@ fn setup() -> (ActorCritic, Device, Vec<f32>, Vec<f32>) {
     let device = Device::flex().autodiff();
     let mut rng = Rng::seed_from(0);
     let obs_space = Space::boxed(vec![-5.0; 4], vec![5.0; 4]);
-    let policy = ActorCritic::new(&obs_space, &Space::discrete(2), &PolicyKwargs::default(), &mut rng, &device).unwrap();
+    let policy = ActorCritic::new(
+        &obs_space,
+        &Space::discrete(2),
+        &PolicyKwargs::default(),
+        &mut rng,
+        &device,
+    )
+    .unwrap();
     let obs: Vec<f32> = (0..64 * 4).map(|_| rng.normal() as f32).collect();
     // Targets: a smooth function of the observation, scale ~10.
-    let target: Vec<f32> = obs.chunks(4).map(|o| 10.0 + 5.0 * o[0] - 3.0 * o[2]).collect();
+    let target: Vec<f32> = obs
+        .chunks(4)
+        .map(|o| 10.0 + 5.0 * o[0] - 3.0 * o[2])
+        .collect();
     (policy, device, obs, target)
 }
 
@@ -25,12 +35,21 @@ fn value_regression_learns() {
     let mut opt = FlatOptimizer::new(OptimizerKind::adam(1e-5), Some(0.5));
     let loss_at = |p: &ActorCritic| {
         let v = p.values(tensor2(obs.clone(), 64, 4, &device));
-        host(rl_core::losses::mse(v, tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1)).inner())[0]
+        host(
+            rl_core::losses::mse(
+                v,
+                tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1),
+            )
+            .inner(),
+        )[0]
     };
     let first = loss_at(&policy);
     for _ in 0..300 {
         let v = policy.values(tensor2(obs.clone(), 64, 4, &device));
-        let l = rl_core::losses::mse(v, tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1));
+        let l = rl_core::losses::mse(
+            v,
+            tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1),
+        );
         let (p, _) = opt.step(3e-3, policy.clone(), l.backward(), &device);
         policy = p;
     }
@@ -46,11 +65,14 @@ fn every_parameter_gets_a_gradient() {
     let loss = values.mean() + logp.mean() + ent.unwrap().mean();
     let g = host(flat_grads(&policy, loss.backward(), &device));
     assert_eq!(g.len(), num_params(&policy));
-    for info_and_slice in rl_core::params::param_infos(&policy).iter().scan(0usize, |o, p| {
-        let r = (p.path.clone(), *o..*o + p.numel());
-        *o += p.numel();
-        Some(r)
-    }) {
+    for info_and_slice in rl_core::params::param_infos(&policy)
+        .iter()
+        .scan(0usize, |o, p| {
+            let r = (p.path.clone(), *o..*o + p.numel());
+            *o += p.numel();
+            Some(r)
+        })
+    {
         let (path, range) = info_and_slice;
         let norm: f32 = g[range].iter().map(|x| x * x).sum();
         assert!(norm > 0.0, "no gradient for {path}");
@@ -64,7 +86,10 @@ fn valid_copy_computes_the_same_values_after_updates() {
     let mut opt = FlatOptimizer::new(OptimizerKind::adam(1e-5), Some(0.5));
     for _ in 0..20 {
         let v = policy.values(tensor2(obs.clone(), 64, 4, &device));
-        let l = rl_core::losses::mse(v, tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1));
+        let l = rl_core::losses::mse(
+            v,
+            tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1),
+        );
         policy = opt.step(3e-3, policy.clone(), l.backward(), &device).0;
     }
     let a = host(policy.values(tensor2(obs.clone(), 64, 4, &device)).inner());

@@ -80,7 +80,8 @@ impl PpoConfig {
     /// Parses `algo_kwargs` strictly (errors name the key and list the allowed ones) and checks
     /// value ranges.
     pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        let c: Self = rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
+        let c: Self =
+            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
         c.validate()?;
         Ok(c)
     }
@@ -110,10 +111,16 @@ impl PpoConfig {
             return err("clip_range", "must be positive");
         }
         if self.max_grad_norm.is_some_and(|g| g <= 0.0) {
-            return err("max_grad_norm", "must be positive (or null for no clipping)");
+            return err(
+                "max_grad_norm",
+                "must be positive (or null for no clipping)",
+            );
         }
         if self.use_sde {
-            return err("use_sde", "gSDE is not implemented yet (planned with A2C/TRPO); set it to false");
+            return err(
+                "use_sde",
+                "gSDE is not implemented yet (planned with A2C/TRPO); set it to false",
+            );
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ pub mod loss;
 
 pub use config::PpoConfig;
 
-use rl_core::algorithm::{check_finite, Algorithm, RlError};
+use rl_core::algorithm::{Algorithm, RlError, check_finite};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
@@ -18,7 +18,7 @@ use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{load_module_tensors, module_tensors, num_params, TensorMap};
+use rl_core::params::{TensorMap, load_module_tensors, module_tensors, num_params};
 use rl_core::vec_env::VecEnv;
 use rl_core::{Rng, Space};
 use rl_on_policy::rollout::{flatten_batch, host, tensor2};
@@ -71,14 +71,23 @@ impl Ppo {
         if run.n_envs == 0 {
             return Err(RlError::Config("n_envs: must be at least 1".into()));
         }
-        let envs = (0..run.n_envs).map(|_| make_env(run)).collect::<Result<Vec<_>, _>>()?;
+        let envs = (0..run.n_envs)
+            .map(|_| make_env(run))
+            .collect::<Result<Vec<_>, _>>()?;
         let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
         let obs_space = venv.observation_space().clone();
         let act_space = venv.action_space().clone();
         let device = device.clone().autodiff();
         let infer = device.clone().inner();
         let mut rng_init = Rng::for_stream(run.seed, "init");
-        let policy = ActorCritic::new(&obs_space, &act_space, &cfg.policy_kwargs, &mut rng_init, &device).map_err(RlError::Config)?;
+        let policy = ActorCritic::new(
+            &obs_space,
+            &act_space,
+            &cfg.policy_kwargs,
+            &mut rng_init,
+            &device,
+        )
+        .map_err(RlError::Config)?;
         let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
         let collector = RolloutCollector::new(venv, cfg.n_steps, env_seed)?;
         Ok(Self {
@@ -104,10 +113,16 @@ impl Ppo {
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
         let ck = read_checkpoint(dir)?;
         if ck.algorithm != "ppo" {
-            return Err(RlError::Config(format!("{}: checkpoint of algorithm {:?}, not ppo", dir.display(), ck.algorithm)));
+            return Err(RlError::Config(format!(
+                "{}: checkpoint of algorithm {:?}, not ppo",
+                dir.display(),
+                ck.algorithm
+            )));
         }
-        let text = std::str::from_utf8(ck.file("config.yaml")?).map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-        let run = RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
+        let text = std::str::from_utf8(ck.file("config.yaml")?)
+            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
+        let run =
+            RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
         let mut ppo = Self::new(&run, make_env, device)?;
         let state: SavedState = serde_json::from_slice(ck.file("state.json")?)
             .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("state.json"))))?;
@@ -116,7 +131,14 @@ impl Ppo {
         ppo.policy = load_module_tensors(ppo.policy, &weights, &model_file, &ppo.device)?;
         let opt_file = ck.path_of("optimizer.safetensors");
         let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        ppo.opt.load("adam", &mut opt_map, state.optimizer_steps, num_params(&ppo.policy), &opt_file, &ppo.device)?;
+        ppo.opt.load(
+            "adam",
+            &mut opt_map,
+            state.optimizer_steps,
+            num_params(&ppo.policy),
+            &opt_file,
+            &ppo.device,
+        )?;
         ppo.collector.restore(&state.collector)?;
         ppo.num_timesteps = state.num_timesteps;
         ppo.iterations = state.iterations;
@@ -152,17 +174,38 @@ impl Ppo {
         let total = self.total_timesteps;
         let lr = self.cfg.learning_rate.value(self.num_timesteps, total);
         let clip = self.cfg.clip_range.value(self.num_timesteps, total);
-        let clip_vf = self.cfg.clip_range_vf.as_ref().map(|s| s.value(self.num_timesteps, total));
+        let clip_vf = self
+            .cfg
+            .clip_range_vf
+            .as_ref()
+            .map(|s| s.value(self.num_timesteps, total));
         let buf: &RolloutBuffer = &self.collector.buffer;
         let (od, ad) = (buf.obs_dim, buf.act_dim);
-        let (mut pg, mut vl, mut ent, mut kls, mut cfs, mut gns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut pg, mut vl, mut ent, mut kls, mut cfs, mut gns) = (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
         let mut continue_training = true;
         'epochs: for _ in 0..self.cfg.n_epochs {
             for idx in buf.minibatches(self.cfg.batch_size, &mut self.rng_batch) {
                 let b = idx.len();
                 let pick = |v: &[f32]| idx.iter().map(|&i| v[i]).collect::<Vec<f32>>();
-                let obs = tensor2(RolloutBuffer::gather(&buf.obs, od, &idx), b, od, &self.device);
-                let actions = tensor2(RolloutBuffer::gather(&buf.actions, ad, &idx), b, ad, &self.device);
+                let obs = tensor2(
+                    RolloutBuffer::gather(&buf.obs, od, &idx),
+                    b,
+                    od,
+                    &self.device,
+                );
+                let actions = tensor2(
+                    RolloutBuffer::gather(&buf.actions, ad, &idx),
+                    b,
+                    ad,
+                    &self.device,
+                );
                 let old_logp = pick(&buf.log_probs);
                 let mut adv = pick(&buf.advantages);
                 if self.cfg.normalize_advantage {
@@ -170,14 +213,22 @@ impl Ppo {
                 }
                 let to1 = |v: Vec<f32>| tensor2(v, b, 1, &self.device).squeeze_dim::<1>(1);
                 let (values, logp, entropy) = self.policy.evaluate_actions(obs, actions);
-                let (policy_loss, ratio) = loss::clipped_surrogate(logp.clone(), to1(old_logp.clone()), to1(adv), clip);
-                let value_loss = loss::value_loss(values, to1(pick(&buf.values)), to1(pick(&buf.returns)), clip_vf);
+                let (policy_loss, ratio) =
+                    loss::clipped_surrogate(logp.clone(), to1(old_logp.clone()), to1(adv), clip);
+                let value_loss = loss::value_loss(
+                    values,
+                    to1(pick(&buf.values)),
+                    to1(pick(&buf.returns)),
+                    clip_vf,
+                );
                 // Without a closed-form entropy, SB3 uses -mean(log_prob).
                 let entropy_loss = match entropy {
                     Some(e) => e.mean().neg(),
                     None => logp.clone().mean(),
                 };
-                let total_loss = policy_loss.clone() + entropy_loss.clone().mul_scalar(self.cfg.ent_coef) + value_loss.clone().mul_scalar(self.cfg.vf_coef);
+                let total_loss = policy_loss.clone()
+                    + entropy_loss.clone().mul_scalar(self.cfg.ent_coef)
+                    + value_loss.clone().mul_scalar(self.cfg.vf_coef);
                 let logp_h = host(logp.inner());
                 let kl = loss::approx_kl(&logp_h, &old_logp);
                 let (pl, vlv, el, tl) = (
@@ -187,11 +238,19 @@ impl Ppo {
                     host(total_loss.clone().inner())[0] as f64,
                 );
                 if !tl.is_finite() {
-                    let (metric, value) = [("losses/policy_loss", pl), ("losses/value_loss", vlv), ("losses/entropy_loss", el)]
-                        .into_iter()
-                        .find(|(_, v)| !v.is_finite())
-                        .unwrap_or(("losses/total_loss", tl));
-                    return Err(RlError::NonFinite { step: self.num_timesteps, metric: metric.into(), value });
+                    let (metric, value) = [
+                        ("losses/policy_loss", pl),
+                        ("losses/value_loss", vlv),
+                        ("losses/entropy_loss", el),
+                    ]
+                    .into_iter()
+                    .find(|(_, v)| !v.is_finite())
+                    .unwrap_or(("losses/total_loss", tl));
+                    return Err(RlError::NonFinite {
+                        step: self.num_timesteps,
+                        metric: metric.into(),
+                        value,
+                    });
                 }
                 pg.push(pl);
                 vl.push(vlv);
@@ -210,7 +269,13 @@ impl Ppo {
                 gns.push(stats.grad_norm as f64);
             }
         }
-        let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
         let mut m = Metrics::new();
         m.insert("losses/policy_loss".into(), mean(&pg));
         m.insert("losses/value_loss".into(), mean(&vl));
@@ -224,7 +289,10 @@ impl Ppo {
         }
         m.insert("charts/learning_rate".into(), lr);
         m.insert("charts/clip_range".into(), clip);
-        m.insert("charts/early_stop".into(), (!continue_training) as u8 as f64);
+        m.insert(
+            "charts/early_stop".into(),
+            (!continue_training) as u8 as f64,
+        );
         Ok(m)
     }
 }
@@ -253,7 +321,9 @@ impl Algorithm for Ppo {
         let t0 = Instant::now();
         let infer_policy = self.policy.valid();
         let (gamma, lam) = (self.cfg.gamma as f32, self.cfg.gae_lambda as f32);
-        let info = self.collector.collect(&infer_policy, &self.infer, &mut self.rng_policy, gamma, lam)?;
+        let info =
+            self.collector
+                .collect(&infer_policy, &self.infer, &mut self.rng_policy, gamma, lam)?;
         let steps = (self.collector.buffer.len()) as u64;
         self.num_timesteps += steps;
         let t_rollout = t0.elapsed().as_secs_f64();
@@ -262,8 +332,14 @@ impl Algorithm for Ppo {
         let secs = t0.elapsed().as_secs_f64();
         if !info.episodes.is_empty() {
             let n = info.episodes.len() as f64;
-            m.insert("charts/episodic_return".into(), info.episodes.iter().map(|e| e.ret).sum::<f64>() / n);
-            m.insert("charts/episodic_length".into(), info.episodes.iter().map(|e| e.len as f64).sum::<f64>() / n);
+            m.insert(
+                "charts/episodic_return".into(),
+                info.episodes.iter().map(|e| e.ret).sum::<f64>() / n,
+            );
+            m.insert(
+                "charts/episodic_length".into(),
+                info.episodes.iter().map(|e| e.len as f64).sum::<f64>() / n,
+            );
             m.insert("charts/episodes".into(), n);
         }
         m.insert("charts/SPS".into(), steps as f64 / secs.max(1e-9));
@@ -276,10 +352,16 @@ impl Algorithm for Ppo {
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let d = self.obs_space.raw_dim();
         if obs.len() % d.max(1) != 0 || obs.is_empty() {
-            return Err(RlError::Config(format!("predict: observation of {} values, expected a multiple of {d}", obs.len())));
+            return Err(RlError::Config(format!(
+                "predict: observation of {} values, expected a multiple of {d}",
+                obs.len()
+            )));
         }
         if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
-            return Err(RlError::Env(EnvError::BadOutput { env: self.run.env_id.clone(), reason: format!("observation element {i} is {}", obs[i]) }));
+            return Err(RlError::Env(EnvError::BadOutput {
+                env: self.run.env_id.clone(),
+                reason: format!("observation element {i} is {}", obs[i]),
+            }));
         }
         let n = obs.len() / d.max(1);
         let mut flat = Vec::new();
@@ -289,7 +371,13 @@ impl Algorithm for Ppo {
         let params = host(out.params);
         let log_std = out.log_std.map(host).unwrap_or_default();
         let mut actions = Vec::new();
-        p.dist.sample(&params, &log_std, &mut self.rng_predict, deterministic, &mut actions);
+        p.dist.sample(
+            &params,
+            &log_std,
+            &mut self.rng_predict,
+            deterministic,
+            &mut actions,
+        );
         if let Some((lo, hi)) = self.act_space.bounds() {
             for (i, a) in actions.iter_mut().enumerate() {
                 *a = a.clamp(lo[i % lo.len()], hi[i % hi.len()]);
@@ -327,10 +415,18 @@ impl Algorithm for Ppo {
             dir,
             "ppo",
             &[
-                ("config.yaml", serde_yaml::to_string(&run).map_err(|e| RlError::Other(e.to_string()))?.into_bytes()),
+                (
+                    "config.yaml",
+                    serde_yaml::to_string(&run)
+                        .map_err(|e| RlError::Other(e.to_string()))?
+                        .into_bytes(),
+                ),
                 ("model.safetensors", module_tensors(&self.policy).to_bytes()),
                 ("optimizer.safetensors", opt.to_bytes()),
-                ("state.json", serde_json::to_vec_pretty(&state).expect("serializable")),
+                (
+                    "state.json",
+                    serde_json::to_vec_pretty(&state).expect("serializable"),
+                ),
             ],
         )?;
         Ok(())

@@ -5,7 +5,12 @@ use rl_core::burn::tensor::Tensor;
 /// Clipped surrogate: returns `(policy_loss, ratio)` with
 /// `ratio = exp(log_prob - old_log_prob)` and
 /// `policy_loss = -mean(min(A·ratio, A·clamp(ratio, 1-ε, 1+ε)))`.
-pub fn clipped_surrogate(log_prob: Tensor<1>, old_log_prob: Tensor<1>, advantages: Tensor<1>, clip_range: f64) -> (Tensor<1>, Tensor<1>) {
+pub fn clipped_surrogate(
+    log_prob: Tensor<1>,
+    old_log_prob: Tensor<1>,
+    advantages: Tensor<1>,
+    clip_range: f64,
+) -> (Tensor<1>, Tensor<1>) {
     let ratio = (log_prob - old_log_prob).exp();
     let l1 = advantages.clone() * ratio.clone();
     let l2 = advantages * ratio.clone().clamp(1.0 - clip_range, 1.0 + clip_range);
@@ -14,7 +19,12 @@ pub fn clipped_surrogate(log_prob: Tensor<1>, old_log_prob: Tensor<1>, advantage
 
 /// Value loss: `mse(returns, values)`, or with `clip_range_vf` SB3's
 /// `mse(returns, old_values + clamp(values - old_values, -c, c))`.
-pub fn value_loss(values: Tensor<1>, old_values: Tensor<1>, returns: Tensor<1>, clip_range_vf: Option<f64>) -> Tensor<1> {
+pub fn value_loss(
+    values: Tensor<1>,
+    old_values: Tensor<1>,
+    returns: Tensor<1>,
+    clip_range_vf: Option<f64>,
+) -> Tensor<1> {
     let pred = match clip_range_vf {
         Some(c) => old_values.clone() + (values - old_values).clamp(-c, c),
         None => values,
@@ -32,21 +42,32 @@ pub fn normalize_advantages(adv: &[f32]) -> Vec<f32> {
     let mean = adv.iter().map(|&a| a as f64).sum::<f64>() / n as f64;
     let var = adv.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let std = var.sqrt();
-    adv.iter().map(|&a| ((a as f64 - mean) / (std + 1e-8)) as f32).collect()
+    adv.iter()
+        .map(|&a| ((a as f64 - mean) / (std + 1e-8)) as f32)
+        .collect()
 }
 
 /// Fraction of ratios with `|ratio - 1| > clip_range`.
 pub fn clip_fraction(ratio: &[f32], clip_range: f64) -> f64 {
-    ratio.iter().filter(|&&r| ((r - 1.0).abs() as f64) > clip_range).count() as f64 / ratio.len().max(1) as f64
+    ratio
+        .iter()
+        .filter(|&&r| ((r - 1.0).abs() as f64) > clip_range)
+        .count() as f64
+        / ratio.len().max(1) as f64
 }
 
 /// Approximate KL `mean((ratio - 1) - log ratio)` (Schulman's k3 estimator, as SB3).
 pub fn approx_kl(log_prob: &[f32], old_log_prob: &[f32]) -> f64 {
     let n = log_prob.len().max(1) as f64;
-    log_prob.iter().zip(old_log_prob).map(|(&l, &o)| {
-        let lr = (l - o) as f64;
-        (lr.exp() - 1.0) - lr
-    }).sum::<f64>() / n
+    log_prob
+        .iter()
+        .zip(old_log_prob)
+        .map(|(&l, &o)| {
+            let lr = (l - o) as f64;
+            (lr.exp() - 1.0) - lr
+        })
+        .sum::<f64>()
+        / n
 }
 
 /// Explained variance `1 - Var(y - ŷ) / Var(y)` (NaN when `Var(y)` is 0, as SB3).
@@ -55,7 +76,11 @@ pub fn explained_variance(pred: &[f32], target: &[f32]) -> f64 {
     let mean = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>() / n;
     let my = mean(&mut target.iter().map(|&x| x as f64));
     let vy = mean(&mut target.iter().map(|&x| (x as f64 - my).powi(2)));
-    let diff: Vec<f64> = target.iter().zip(pred).map(|(&y, &p)| y as f64 - p as f64).collect();
+    let diff: Vec<f64> = target
+        .iter()
+        .zip(pred)
+        .map(|(&y, &p)| y as f64 - p as f64)
+        .collect();
     let md = mean(&mut diff.iter().copied());
     let vd = mean(&mut diff.iter().map(|&d| (d - md).powi(2)));
     if vy == 0.0 { f64::NAN } else { 1.0 - vd / vy }

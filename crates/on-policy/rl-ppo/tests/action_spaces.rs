@@ -4,7 +4,7 @@
 use rl_core::algorithm::Algorithm;
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
-use rl_core::env::{check_action, Env, EnvError, Info, Step, EPISODE_LENGTH, EPISODE_RETURN};
+use rl_core::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Step, check_action};
 use rl_core::{Rng, Space};
 use rl_ppo::Ppo;
 
@@ -20,13 +20,20 @@ struct Match {
 impl Match {
     fn new(act_space: Space) -> Self {
         let n = act_space.raw_dim();
-        Self { obs_space: Space::boxed(vec![-1.0; n], vec![2.0; n]), act_space, target: vec![0.0; n], rng: Rng::seed_from(0) }
+        Self {
+            obs_space: Space::boxed(vec![-1.0; n], vec![2.0; n]),
+            act_space,
+            target: vec![0.0; n],
+            rng: Rng::seed_from(0),
+        }
     }
     fn draw(&mut self, obs: &mut [f32]) {
         self.target.clear();
         let mut t = Vec::new();
         match &self.act_space {
-            Space::Box { .. } => t.extend((0..obs.len()).map(|_| self.rng.uniform_range(-0.8, 0.8) as f32)),
+            Space::Box { .. } => {
+                t.extend((0..obs.len()).map(|_| self.rng.uniform_range(-0.8, 0.8) as f32))
+            }
             s => s.sample(&mut self.rng, &mut t),
         }
         self.target = t;
@@ -55,12 +62,36 @@ impl Env for Match {
         check_action("Match", &self.act_space, action)?;
         let n = action.len() as f64;
         let reward = match self.act_space {
-            Space::Box { .. } => 1.0 - action.iter().zip(&self.target).map(|(a, t)| ((a - t) as f64).powi(2)).sum::<f64>() / n,
-            _ => action.iter().zip(&self.target).filter(|(a, t)| a == t).count() as f64 / n,
+            Space::Box { .. } => {
+                1.0 - action
+                    .iter()
+                    .zip(&self.target)
+                    .map(|(a, t)| ((a - t) as f64).powi(2))
+                    .sum::<f64>()
+                    / n
+            }
+            _ => {
+                action
+                    .iter()
+                    .zip(&self.target)
+                    .filter(|(a, t)| a == t)
+                    .count() as f64
+                    / n
+            }
         };
         self.draw(obs);
-        let info = [(EPISODE_RETURN.to_string(), reward), (EPISODE_LENGTH.to_string(), 1.0)].into_iter().collect();
-        Ok(Step { reward, terminated: true, truncated: false, info })
+        let info = [
+            (EPISODE_RETURN.to_string(), reward),
+            (EPISODE_LENGTH.to_string(), 1.0),
+        ]
+        .into_iter()
+        .collect();
+        Ok(Step {
+            reward,
+            terminated: true,
+            truncated: false,
+            info,
+        })
     }
 }
 
@@ -71,7 +102,9 @@ fn learn(space: Space) -> (f64, f64) {
         "test",
     )
     .unwrap();
-    let make = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> { Ok(Box::new(Match::new(space.clone()))) };
+    let make = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(Match::new(space.clone())))
+    };
     let mut ppo = Ppo::new(&run, &make, &Device::flex()).unwrap();
     let mut returns = Vec::new();
     while ppo.num_timesteps() < run.total_timesteps {

@@ -1,15 +1,17 @@
 //! Bad input gets an error that names it: config keys, types and values, corrupt checkpoints,
 //! NaN observations from an env, and a diverging loss.
 
+use rl_core::Space;
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError, Info, Step};
-use rl_core::Space;
 use rl_ppo::{Ppo, PpoConfig};
 
 fn run(extra_kwargs: &str) -> RunConfig {
-    let y = format!("algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nn_envs: 2\nalgo_kwargs:\n  n_steps: 16\n  batch_size: 32\n  n_epochs: 1\n{extra_kwargs}");
+    let y = format!(
+        "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nn_envs: 2\nalgo_kwargs:\n  n_steps: 16\n  batch_size: 32\n  n_epochs: 1\n{extra_kwargs}"
+    );
     RunConfig::from_yaml(&y, &[], "test.yaml").unwrap()
 }
 
@@ -20,25 +22,42 @@ fn make(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 #[test]
 fn config_errors_name_the_key() {
     let e = PpoConfig::from_kwargs(&run("  n_stepz: 3\n").algo_kwargs).unwrap_err();
-    assert!(e.contains("n_stepz") && e.contains("n_steps") && e.contains("batch_size"), "{e}");
+    assert!(
+        e.contains("n_stepz") && e.contains("n_steps") && e.contains("batch_size"),
+        "{e}"
+    );
     let e = PpoConfig::from_kwargs(&run("  gamma: high\n").algo_kwargs).unwrap_err();
     assert!(e.contains("gamma"), "{e}");
     let e = PpoConfig::from_kwargs(&run("  gamma: 1.5\n").algo_kwargs).unwrap_err();
     assert!(e.contains("gamma") && e.contains("[0, 1]"), "{e}");
     let e = PpoConfig::from_kwargs(&run("  learning_rate: fast\n").algo_kwargs).unwrap_err();
     assert!(e.contains("learning_rate") && e.contains("fast"), "{e}");
-    let e = PpoConfig::from_kwargs(&run("  policy_kwargs: {activation_fn: sigmoidish}\n").algo_kwargs).unwrap_err();
+    let e =
+        PpoConfig::from_kwargs(&run("  policy_kwargs: {activation_fn: sigmoidish}\n").algo_kwargs)
+            .unwrap_err();
     assert!(e.contains("policy_kwargs.activation_fn"), "{e}");
     // RLlib names are aliases.
     let e = PpoConfig::from_kwargs(&run("  num_epochs: 4\n").algo_kwargs).unwrap_err();
     assert!(e.contains("duplicate field `n_epochs`"), "{e}");
     let kw = RunConfig::from_yaml("algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1\nalgo_kwargs: {lr: 0.01, lambda_: 0.9, grad_clip: 1.0, num_epochs: 4, clip_param: 0.3}\n", &[], "t").unwrap().algo_kwargs;
     let c = PpoConfig::from_kwargs(&kw).unwrap();
-    assert_eq!((c.learning_rate.initial(), c.gae_lambda, c.max_grad_norm, c.n_epochs, c.clip_range.initial()), (0.01, 0.9, Some(1.0), 4, 0.3));
+    assert_eq!(
+        (
+            c.learning_rate.initial(),
+            c.gae_lambda,
+            c.max_grad_norm,
+            c.n_epochs,
+            c.clip_range.initial()
+        ),
+        (0.01, 0.9, Some(1.0), 4, 0.3)
+    );
     let mut r = run("");
     r.algorithm = "ppo".into();
     r.n_envs = 0;
-    let e = Ppo::new(&r, &make, &Device::flex()).err().unwrap().to_string();
+    let e = Ppo::new(&r, &make, &Device::flex())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("n_envs"), "{e}");
 }
 
@@ -52,10 +71,19 @@ fn corrupt_checkpoint_names_the_file() {
     let model = dir.join("model.safetensors");
     let bytes = std::fs::read(&model).unwrap();
     std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
-    let e = Ppo::load(&dir, &make, &Device::flex()).err().unwrap().to_string();
-    assert!(e.contains("model.safetensors") && e.contains("truncated"), "{e}");
+    let e = Ppo::load(&dir, &make, &Device::flex())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("model.safetensors") && e.contains("truncated"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
-    let e = Ppo::load(&dir, &make, &Device::flex()).err().unwrap().to_string();
+    let e = Ppo::load(&dir, &make, &Device::flex())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("checkpoint.json"), "{e}");
 }
 
@@ -92,10 +120,19 @@ impl Env for NanEnv {
 #[test]
 fn nan_observation_is_an_error_naming_the_env() {
     let r = run("");
-    let make_nan = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> { Ok(Box::new(NanEnv { inner: Default::default(), t: 0, bad_at: 5 })) };
+    let make_nan = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(NanEnv {
+            inner: Default::default(),
+            t: 0,
+            bad_at: 5,
+        }))
+    };
     let mut p = Ppo::new(&r, &make_nan, &Device::flex()).unwrap();
     let e = p.train().unwrap_err().to_string();
-    assert!(e.contains("NanCartPole") && e.contains("observation element 2") && e.contains("NaN"), "{e}");
+    assert!(
+        e.contains("NanCartPole") && e.contains("observation element 2") && e.contains("NaN"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -126,7 +163,10 @@ fn invalid_action_is_rejected_by_the_vector_env() {
     let mut v = rl_core::VecEnv::new(envs).unwrap();
     v.reset(Some(0)).unwrap();
     let e = v.step(&[2.0]).unwrap_err().to_string();
-    assert!(e.contains("CartPole-v1") && e.contains("invalid action"), "{e}");
+    assert!(
+        e.contains("CartPole-v1") && e.contains("invalid action"),
+        "{e}"
+    );
     let e = v.step(&[0.0, 1.0]).unwrap_err().to_string();
     assert!(e.contains("expected 1 values"), "{e}");
 }

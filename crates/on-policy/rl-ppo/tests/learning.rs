@@ -8,18 +8,29 @@ use rl_ppo::Ppo;
 use std::path::PathBuf;
 
 fn config(name: &str, overrides: &[String]) -> RunConfig {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../examples/configs").join(name);
-    RunConfig::from_yaml(&std::fs::read_to_string(&p).unwrap(), overrides, &p.display().to_string()).unwrap()
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../examples/configs")
+        .join(name);
+    RunConfig::from_yaml(
+        &std::fs::read_to_string(&p).unwrap(),
+        overrides,
+        &p.display().to_string(),
+    )
+    .unwrap()
 }
 
 fn agent(run: &RunConfig) -> Ppo {
-    let make = |run: &RunConfig| rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99);
+    let make = |run: &RunConfig| {
+        rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99)
+    };
     Ppo::new(run, &make, &Device::flex()).unwrap()
 }
 
 fn evaluate(ppo: &mut Ppo, run: &RunConfig) -> f64 {
     let mut env = rl_envs::make_eval_env(&run.env_id, &run.env_kwargs, &run.normalize).unwrap();
-    ppo.evaluate(env.as_mut(), 10, true, run.eval_seed()).unwrap().mean_return
+    ppo.evaluate(env.as_mut(), 10, true, run.eval_seed())
+        .unwrap()
+        .mean_return
 }
 
 /// Trains to the budget and evaluates the final policy ("at N").
@@ -34,7 +45,12 @@ fn final_return(name: &str, seed: u64) -> (f64, u64) {
 
 /// Evaluates every `every` steps and returns the first step whose evaluation reaches
 /// `threshold` ("within N"), with the evaluations seen.
-fn first_reaching(name: &str, seed: u64, every: u64, threshold: f64) -> (Option<u64>, Vec<(u64, f64)>) {
+fn first_reaching(
+    name: &str,
+    seed: u64,
+    every: u64,
+    threshold: f64,
+) -> (Option<u64>, Vec<(u64, f64)>) {
     let run = config(name, &[format!("seed={seed}")]);
     let mut ppo = agent(&run);
     let mut next = every;
@@ -81,6 +97,8 @@ fn ppo_cartpole_seed2_at_100k() {
 fn ppo_pendulum_seed0_within_200k() {
     let (hit, evals) = first_reaching("ppo_pendulum.yaml", 0, 10_000, -250.0);
     println!("PPO Pendulum-v1 seed 0 evaluations: {evals:?}");
-    assert!(hit.is_some_and(|s| s <= 200_000), "never reached -250 within 200k: {evals:?}");
+    assert!(
+        hit.is_some_and(|s| s <= 200_000),
+        "never reached -250 within 200k: {evals:?}"
+    );
 }
-

@@ -21,7 +21,10 @@ fn make(run: &RunConfig) -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
 }
 
 fn strip(m: &Metrics) -> Vec<(String, u64)> {
-    m.iter().filter(|(k, _)| !k.starts_with("time/") && *k != "charts/SPS").map(|(k, v)| (k.clone(), v.to_bits())).collect()
+    m.iter()
+        .filter(|(k, _)| !k.starts_with("time/") && *k != "charts/SPS")
+        .map(|(k, v)| (k.clone(), v.to_bits()))
+        .collect()
 }
 
 fn check(env: &str, extra: &str, tag: &str) {
@@ -47,7 +50,11 @@ fn check(env: &str, extra: &str, tag: &str) {
         metrics_b.push(strip(&c.train().unwrap()));
     }
     assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
-    assert_eq!(module_tensors(a.policy()), module_tensors(c.policy()), "{tag}: weights differ after resume");
+    assert_eq!(
+        module_tensors(a.policy()),
+        module_tensors(c.policy()),
+        "{tag}: weights differ after resume"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -58,7 +65,11 @@ fn resume_cartpole_bit_identical() {
 
 #[test]
 fn resume_pendulum_with_normalization_bit_identical() {
-    check("Pendulum-v1", "normalize: {obs: true, reward: true}\n", "pendulum");
+    check(
+        "Pendulum-v1",
+        "normalize: {obs: true, reward: true}\n",
+        "pendulum",
+    );
 }
 
 #[test]

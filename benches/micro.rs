@@ -1,0 +1,125 @@
+//! Micro-benchmarks: CartPole vector stepping, GAE, policy forward, one PPO minibatch update.
+//! `cargo bench --bench micro`.
+
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rl::core::buffers::compute_gae;
+use rl::core::burn::module::Module;
+use rl::core::burn::tensor::Device;
+use rl::core::env::{Env, Kwargs};
+use rl::core::optim::{FlatOptimizer, OptimizerKind};
+use rl::core::{Rng, Space, VecEnv};
+use rl::on_policy::rollout::tensor2;
+use rl::on_policy::{ActorCritic, PolicyKwargs};
+use std::hint::black_box;
+
+fn cartpole_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("cartpole");
+    let n = 64;
+    let envs: Vec<Box<dyn Env>> = (0..n)
+        .map(|_| rl::envs::make("CartPole-v1", &Kwargs::new()).unwrap())
+        .collect();
+    let mut v = VecEnv::new(envs).unwrap();
+    v.reset(Some(0)).unwrap();
+    let mut rng = Rng::seed_from(0);
+    let actions: Vec<f32> = (0..n * 1024).map(|_| rng.below(2) as f32).collect();
+    let mut k = 0;
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("vec_env_64_step", |b| {
+        b.iter(|| {
+            k = (k + 1) % 1024;
+            v.step(black_box(&actions[k * n..(k + 1) * n])).unwrap();
+        })
+    });
+    // The raw dynamics, without the Env interface.
+    let mut raw: Vec<rl::envs::classic::CartPole> = (0..n).map(|_| Default::default()).collect();
+    let mut obs = [0.0f32; 4];
+    for (i, e) in raw.iter_mut().enumerate() {
+        e.reset(Some(i as u64), &mut obs).unwrap();
+    }
+    g.bench_function("raw_dynamics_64_step", |b| {
+        b.iter(|| {
+            k = (k + 1) % 1024;
+            for (i, e) in raw.iter_mut().enumerate() {
+                let (_, term) = e.step_fast(actions[k * n + i] == 1.0);
+                if term {
+                    e.reset(None, &mut obs).unwrap();
+                }
+            }
+        })
+    });
+    g.finish();
+}
+
+fn gae(c: &mut Criterion) {
+    let (t, n) = (2048, 8);
+    let mut rng = Rng::seed_from(0);
+    let r: Vec<f32> = (0..t * n).map(|_| rng.normal() as f32).collect();
+    let v: Vec<f32> = (0..t * n).map(|_| rng.normal() as f32).collect();
+    let s: Vec<f32> = (0..t * n)
+        .map(|_| (rng.uniform() < 0.01) as u8 as f32)
+        .collect();
+    let (lv, ld) = (vec![0.5f32; n], vec![0.0f32; n]);
+    let (mut a, mut ret) = (vec![0.0; t * n], vec![0.0; t * n]);
+    c.bench_function("gae_2048x8", |b| {
+        b.iter(|| {
+            compute_gae(
+                black_box(&r),
+                &v,
+                &s,
+                &lv,
+                &ld,
+                0.99,
+                0.95,
+                &mut a,
+                &mut ret,
+            )
+        })
+    });
+}
+
+fn policy(c: &mut Criterion) {
+    let device = Device::flex().autodiff();
+    let mut rng = Rng::seed_from(0);
+    let obs_space = Space::boxed(vec![-5.0; 4], vec![5.0; 4]);
+    let mut p = ActorCritic::new(
+        &obs_space,
+        &Space::discrete(2),
+        &PolicyKwargs::default(),
+        &mut rng,
+        &device,
+    )
+    .unwrap();
+    let infer = device.clone().inner();
+    let valid = p.valid();
+    let mut g = c.benchmark_group("policy_forward");
+    for batch in [1usize, 8, 256] {
+        let x: Vec<f32> = (0..batch * 4).map(|_| rng.normal() as f32).collect();
+        g.bench_with_input(BenchmarkId::from_parameter(batch), &batch, |b, &batch| {
+            b.iter(|| {
+                let out = valid.forward(tensor2(x.clone(), batch, 4, &infer));
+                black_box(out.params.into_data());
+            })
+        });
+    }
+    g.finish();
+    let batch = 256;
+    let x: Vec<f32> = (0..batch * 4).map(|_| rng.normal() as f32).collect();
+    let acts: Vec<f32> = (0..batch).map(|_| rng.below(2) as f32).collect();
+    let mut opt = FlatOptimizer::new(OptimizerKind::adam(1e-5), Some(0.5));
+    c.bench_function("ppo_minibatch_update_256", |b| {
+        b.iter(|| {
+            let (v, lp, ent) = p.evaluate_actions(
+                tensor2(x.clone(), batch, 4, &device),
+                tensor2(acts.clone(), batch, 1, &device),
+            );
+            let loss = lp.mean().neg() + v.square().mean().mul_scalar(0.5)
+                - ent.unwrap().mean().mul_scalar(0.01);
+            p = opt.step(1e-4, p.clone(), loss.backward(), &device).0;
+        })
+    });
+}
+
+criterion_group!(benches, cartpole_step, gae, policy);
+criterion_main!(benches);

@@ -1,0 +1,194 @@
+//! The `rl` binary end to end: train (run directory contents, summary line), eval, resume,
+//! envs, check-env, and errors for bad configs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn rl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rl"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rl-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_config(dir: &Path) -> PathBuf {
+    let p = dir.join("tiny.yaml");
+    std::fs::write(&p, "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 2048\nn_envs: 4\nseed: 1\neval_freq: 1024\nn_eval_episodes: 3\nalgo_kwargs:\n  n_steps: 64\n  batch_size: 128\n  n_epochs: 2\n").unwrap();
+    p
+}
+
+fn last_json(out: &[u8]) -> serde_json::Value {
+    let s = String::from_utf8_lossy(out);
+    serde_json::from_str(s.lines().last().expect("output")).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+#[test]
+fn train_eval_resume() {
+    let d = tmp("train");
+    let cfg = write_config(&d);
+    let run_dir = d.join("run");
+    let out = rl()
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "algo_kwargs.learning_rate=lin_1e-3",
+            "--out",
+            run_dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out.stdout);
+    for k in [
+        "total_timesteps",
+        "train_seconds",
+        "eval_mean_return",
+        "eval_std_return",
+        "best_eval_mean_return",
+        "run_dir",
+    ] {
+        assert!(j.get(k).is_some(), "summary lacks {k}: {j}");
+    }
+    assert_eq!(j["total_timesteps"], 2048);
+    for f in [
+        "config.yaml",
+        "progress.csv",
+        "progress.jsonl",
+        "learning_curve.png",
+        "checkpoint/checkpoint.json",
+        "checkpoint/model.safetensors",
+    ] {
+        assert!(run_dir.join(f).exists(), "missing {f}");
+    }
+    let tb: Vec<_> = std::fs::read_dir(run_dir.join("tb")).unwrap().collect();
+    assert_eq!(tb.len(), 1, "one TensorBoard event file");
+    let csv = std::fs::read_to_string(run_dir.join("progress.csv")).unwrap();
+    for m in [
+        "losses/policy_loss",
+        "losses/value_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/clipfrac",
+        "charts/SPS",
+        "charts/episodic_return",
+        "eval/mean_reward",
+    ] {
+        assert!(csv.contains(m), "progress.csv lacks {m}");
+    }
+    let png = std::fs::read(run_dir.join("learning_curve.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+
+    let ck = run_dir.join("checkpoint");
+    let out = rl()
+        .args([
+            "eval",
+            ck.to_str().unwrap(),
+            "--episodes",
+            "4",
+            "--deterministic",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out.stdout);
+    assert_eq!(j["returns"].as_array().unwrap().len(), 4);
+
+    let run2 = d.join("run2");
+    let out = rl()
+        .args([
+            "resume",
+            ck.to_str().unwrap(),
+            "--total-timesteps",
+            "3072",
+            "--quiet",
+            "--out",
+            run2.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(last_json(&out.stdout)["total_timesteps"], 3072);
+}
+
+#[test]
+fn bad_config_names_the_key() {
+    let d = tmp("bad");
+    let cfg = write_config(&d);
+    let out = rl()
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "algo_kwargs.n_stepz=3",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("n_stepz") && err.contains("n_steps"), "{err}");
+    let out = rl()
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--device",
+            "cuda:0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !cfg!(feature = "cuda") {
+        assert!(err.contains("cuda"), "{err}");
+    }
+}
+
+#[test]
+fn envs_and_check_env() {
+    let out = rl().arg("envs").output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "CartPole-v1",
+        "Pendulum-v1",
+        "MountainCar-v0",
+        "MountainCarContinuous-v0",
+        "Acrobot-v1",
+        "FrozenLake-v1",
+        "CliffWalking-v1",
+        "Taxi-v3",
+        "CartPoleNoVel-v1",
+        "PendulumNoVel-v1",
+        "MountainCarContinuousNoVel-v0",
+    ] {
+        assert!(s.contains(id), "rl envs lacks {id}");
+    }
+    let out = rl().args(["check-env", "Taxi-v3"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = rl().args(["check-env", "Nope-v0"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Nope-v0"));
+}
