@@ -20,6 +20,7 @@ fn splitmix64(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+#[allow(clippy::should_implement_trait)] // `next` is the generator's raw output, not an iterator
 impl Rng {
     /// A generator seeded from one `u64` (expanded with SplitMix64, as the xoshiro authors advise).
     pub fn seed_from(seed: u64) -> Self {

@@ -70,16 +70,10 @@ pub fn run_training(
     let started = Instant::now();
     let mut recent: VecDeque<f64> = VecDeque::with_capacity(100);
     let mut best: Option<(f64, u64)> = None;
-    let mut next_eval = if run.eval_freq > 0 {
-        (algo.num_timesteps() / run.eval_freq + 1) * run.eval_freq
-    } else {
-        u64::MAX
-    };
-    let mut next_ckpt = if run.checkpoint_freq > 0 {
-        (algo.num_timesteps() / run.checkpoint_freq + 1) * run.checkpoint_freq
-    } else {
-        u64::MAX
-    };
+    let next_multiple =
+        |freq: u64, ts: u64| ts.checked_div(freq).map_or(u64::MAX, |k| (k + 1) * freq);
+    let mut next_eval = next_multiple(run.eval_freq, algo.num_timesteps());
+    let mut next_ckpt = next_multiple(run.checkpoint_freq, algo.num_timesteps());
     let evaluate = |algo: &mut dyn Algorithm,
                     env: &mut dyn Env,
                     log: &mut Logger|

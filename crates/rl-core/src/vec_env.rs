@@ -192,7 +192,7 @@ impl VecEnv {
                 if a == 0 { &[] } else { action },
             )?;
         }
-        let slots = self
+        let mut slots = self
             .envs
             .iter_mut()
             .zip(actions.chunks(a.max(1)))
@@ -219,7 +219,7 @@ impl VecEnv {
             );
         let threads = self.threads.min(n);
         let result = if threads <= 1 {
-            slots.map(step_slot).collect::<Result<(), _>>()
+            slots.try_for_each(step_slot)
         } else {
             let mut slots: Vec<Slot<'_>> = slots.collect();
             let per = n.div_ceil(threads);
@@ -231,14 +231,11 @@ impl VecEnv {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = groups
                     .into_iter()
-                    .map(|g| {
-                        sc.spawn(move || g.into_iter().map(step_slot).collect::<Result<(), _>>())
-                    })
+                    .map(|g| sc.spawn(move || g.into_iter().try_for_each(step_slot)))
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.join().expect("env thread panicked"))
-                    .collect::<Result<(), _>>()
+                    .try_for_each(|h| h.join().expect("env thread panicked"))
             })
         };
         if let Err(e) = result {
@@ -246,17 +243,17 @@ impl VecEnv {
             return Err(e);
         }
         for i in 0..n {
-            if self.terminated[i] || self.truncated[i] {
-                if let (Some(&r), Some(&l)) = (
+            if (self.terminated[i] || self.truncated[i])
+                && let (Some(&r), Some(&l)) = (
                     self.infos[i].get(EPISODE_RETURN),
                     self.infos[i].get(EPISODE_LENGTH),
-                ) {
-                    self.episodes.push(EpisodeStats {
-                        env: i,
-                        ret: r,
-                        len: l as usize,
-                    });
-                }
+                )
+            {
+                self.episodes.push(EpisodeStats {
+                    env: i,
+                    ret: r,
+                    len: l as usize,
+                });
             }
         }
         Ok(())

@@ -23,7 +23,7 @@ fn ref_file(var: &str, name: &str) -> Value {
 fn num(v: &Value) -> f64 {
     match v {
         Value::Number(n) => n.as_f64().unwrap(),
-        Value::String(s) => s.parse::<f64>().unwrap_or_else(|_| match s.as_str() {
+        Value::String(s) => s.parse::<f64>().unwrap_or(match s.as_str() {
             "inf" => f64::INFINITY,
             "-inf" => f64::NEG_INFINITY,
             _ => f64::NAN,

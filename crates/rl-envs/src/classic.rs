@@ -86,10 +86,8 @@ impl CartPole {
         let theta = theta + tau * theta_dot;
         let theta_dot = theta_dot + tau * thetaacc;
         self.state = [x, x_dot, theta, theta_dot];
-        let terminated = x < -CP_X_THRESHOLD
-            || x > CP_X_THRESHOLD
-            || theta < -CP_THETA_THRESHOLD
-            || theta > CP_THETA_THRESHOLD;
+        let terminated = !(-CP_X_THRESHOLD..=CP_X_THRESHOLD).contains(&x)
+            || !(-CP_THETA_THRESHOLD..=CP_THETA_THRESHOLD).contains(&theta);
         let reward = if !terminated {
             1.0
         } else if self.steps_beyond_terminated.is_none() {
@@ -441,19 +439,18 @@ impl Env for MountainCarContinuous {
         } else {
             (v as f32 + dv) as f64
         };
-        let mut v_is_py = false;
+        // A clamped velocity becomes the Python constant; rounding it to float32 for the
+        // float32 position update gives the same value as a float32 velocity would.
         if v > cmp(max_v) {
             v = max_v;
-            v_is_py = true;
         }
         if v < cmp(-max_v) {
             v = -max_v;
-            v_is_py = true;
         }
         p = if first {
             p + v
         } else {
-            (p as f32 + if v_is_py { v as f32 } else { v as f32 }) as f64
+            (p as f32 + v as f32) as f64
         };
         let mut p_is_py = false;
         if p > cmp(max_p) {
@@ -606,8 +603,8 @@ impl Env for Acrobot {
         self.s = [
             wrap(ns[0], -PI, PI),
             wrap(ns[1], -PI, PI),
-            ns[2].max(-MAX_VEL_1).min(MAX_VEL_1),
-            ns[3].max(-MAX_VEL_2).min(MAX_VEL_2),
+            ns[2].clamp(-MAX_VEL_1, MAX_VEL_1),
+            ns[3].clamp(-MAX_VEL_2, MAX_VEL_2),
         ];
         let terminated = -self.s[0].cos() - (self.s[1] + self.s[0]).cos() > 1.0;
         self.write_obs(obs);

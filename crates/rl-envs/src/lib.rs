@@ -113,6 +113,40 @@ pub fn make(id: &str, kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
     registry().make(id, kwargs)
 }
 
+/// Builds a training env: `make(id)` (with its TimeLimit), then RecordEpisodeStatistics (so
+/// recorded returns are the true ones), then the optional normalization wrappers.
+pub fn make_training_env(
+    id: &str,
+    kwargs: &Kwargs,
+    normalize: &rl_core::config::NormalizeConfig,
+    gamma: f64,
+) -> Result<Box<dyn Env>, EnvError> {
+    use rl_core::wrappers::{NormalizeObservation, NormalizeReward, RecordEpisodeStatistics};
+    let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
+    if normalize.obs {
+        env = Box::new(NormalizeObservation::new(env)?);
+    }
+    if normalize.reward {
+        env = Box::new(NormalizeReward::new(env, gamma));
+    }
+    Ok(env)
+}
+
+/// Builds an evaluation env: like [`make_training_env`] but rewards are never normalized, so
+/// evaluation returns are true returns; observation statistics come from training.
+pub fn make_eval_env(
+    id: &str,
+    kwargs: &Kwargs,
+    normalize: &rl_core::config::NormalizeConfig,
+) -> Result<Box<dyn Env>, EnvError> {
+    use rl_core::wrappers::{NormalizeObservation, RecordEpisodeStatistics};
+    let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
+    if normalize.obs {
+        env = Box::new(NormalizeObservation::new(env)?);
+    }
+    Ok(env)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,38 +252,4 @@ mod tests {
         let s = taxi.step(&[5.0], &mut obs).unwrap(); // illegal dropoff
         assert_eq!(s.reward, -10.0);
     }
-}
-
-/// Builds a training env: `make(id)` (with its TimeLimit), then RecordEpisodeStatistics (so
-/// recorded returns are the true ones), then the optional normalization wrappers.
-pub fn make_training_env(
-    id: &str,
-    kwargs: &Kwargs,
-    normalize: &rl_core::config::NormalizeConfig,
-    gamma: f64,
-) -> Result<Box<dyn Env>, EnvError> {
-    use rl_core::wrappers::{NormalizeObservation, NormalizeReward, RecordEpisodeStatistics};
-    let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
-    if normalize.obs {
-        env = Box::new(NormalizeObservation::new(env)?);
-    }
-    if normalize.reward {
-        env = Box::new(NormalizeReward::new(env, gamma));
-    }
-    Ok(env)
-}
-
-/// Builds an evaluation env: like [`make_training_env`] but rewards are never normalized, so
-/// evaluation returns are true returns; observation statistics come from training.
-pub fn make_eval_env(
-    id: &str,
-    kwargs: &Kwargs,
-    normalize: &rl_core::config::NormalizeConfig,
-) -> Result<Box<dyn Env>, EnvError> {
-    use rl_core::wrappers::{NormalizeObservation, RecordEpisodeStatistics};
-    let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
-    if normalize.obs {
-        env = Box::new(NormalizeObservation::new(env)?);
-    }
-    Ok(env)
 }

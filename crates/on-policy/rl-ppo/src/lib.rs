@@ -257,11 +257,11 @@ impl Ppo {
                 ent.push(-el);
                 kls.push(kl);
                 cfs.push(loss::clip_fraction(&host(ratio.inner()), clip));
-                if let Some(t) = self.cfg.target_kl {
-                    if kl > 1.5 * t {
-                        continue_training = false;
-                        break 'epochs;
-                    }
+                if let Some(t) = self.cfg.target_kl
+                    && kl > 1.5 * t
+                {
+                    continue_training = false;
+                    break 'epochs;
                 }
                 let grads = total_loss.backward();
                 let (policy, stats) = self.opt.step(lr, self.policy.clone(), grads, &self.device);
@@ -351,7 +351,7 @@ impl Algorithm for Ppo {
 
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let d = self.obs_space.raw_dim();
-        if obs.len() % d.max(1) != 0 || obs.is_empty() {
+        if !obs.len().is_multiple_of(d.max(1)) || obs.is_empty() {
             return Err(RlError::Config(format!(
                 "predict: observation of {} values, expected a multiple of {d}",
                 obs.len()
