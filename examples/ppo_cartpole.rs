@@ -8,7 +8,11 @@ use rl::core::config::RunConfig;
 use rl::ppo::Ppo;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let run = RunConfig::from_yaml(include_str!("configs/ppo_cartpole.yaml"), &[], "ppo_cartpole.yaml")?;
+    let run = RunConfig::from_yaml(
+        include_str!("configs/ppo_cartpole.yaml"),
+        &[],
+        "ppo_cartpole.yaml",
+    )?;
     let mut agent = Ppo::new(&run, &rl::make_training_env, &Device::flex())?;
     while agent.num_timesteps() < run.total_timesteps {
         let metrics = agent.train()?;
@@ -18,7 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut env = rl::make_eval_env(&run)?;
     let eval = agent.evaluate(env.as_mut(), 10, true, run.eval_seed())?;
-    println!("deterministic evaluation: {:.1} ± {:.1}", eval.mean_return, eval.std_return);
+    println!(
+        "deterministic evaluation: {:.1} ± {:.1}",
+        eval.mean_return, eval.std_return
+    );
     agent.save(std::path::Path::new("runs/example_ppo_cartpole"))?;
     Ok(())
 }

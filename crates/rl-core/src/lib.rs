@@ -13,6 +13,8 @@ pub mod config;
 pub mod device;
 pub mod distributions;
 pub mod env;
+#[cfg(feature = "flex")]
+pub mod fast_ops;
 pub mod logger;
 pub mod losses;
 pub mod nn;

@@ -7,6 +7,18 @@ use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 
+/// `tanh`, fast on flex (see [`crate::fast_ops`]), burn's builtin on other backends.
+pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "flex")]
+    {
+        crate::fast_ops::tanh(x)
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        activation::tanh(x)
+    }
+}
+
 /// Hidden-layer activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -26,7 +38,7 @@ impl Activation {
     /// Applies the activation.
     pub fn forward<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
-            Activation::Tanh => activation::tanh(x),
+            Activation::Tanh => tanh(x),
             Activation::Relu => activation::relu(x),
             Activation::Silu => activation::silu(x),
             Activation::Elu => activation::elu(x, 1.0),

@@ -106,20 +106,29 @@ fn flat_adam_matches_burn_adam() {
     let loss_of = |p: &ActorCritic| {
         let acts = tensor2((0..64).map(|i| (i % 2) as f32).collect(), 64, 1, &device);
         let (v, lp, _) = p.evaluate_actions(tensor2(obs.clone(), 64, 4, &device), acts);
-        rl_core::losses::mse(v, tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1)) - lp.mean()
+        rl_core::losses::mse(
+            v,
+            tensor2(target.clone(), 64, 1, &device).squeeze_dim::<1>(1),
+        ) - lp.mean()
     };
     let mut flat = FlatOptimizer::new(OptimizerKind::adam(1e-5), None);
     let mut burn_opt = AdamConfig::new().with_epsilon(1e-5).init();
     let (mut a, mut b) = (policy.clone(), policy);
     for _ in 0..5 {
-        a = flat.step(1e-3, a.clone(), loss_of(&a).backward(), &device).0;
+        a = flat
+            .step(1e-3, a.clone(), loss_of(&a).backward(), &device)
+            .0;
         let g = GradientsParams::from_grads(loss_of(&b).backward(), &b);
         b = burn_opt.step(1e-3, b, g);
     }
     let (ta, tb) = (module_tensors(&a), module_tensors(&b));
     for (k, (_, va)) in &ta.0 {
         let vb = &tb.0[k].1;
-        let err = va.iter().zip(vb).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        let err = va
+            .iter()
+            .zip(vb)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
         assert!(err < 1e-5, "{k}: max diff {err}");
     }
 }

@@ -102,4 +102,3 @@ fn ppo_pendulum_seed0_within_200k() {
         "never reached -250 within 200k: {evals:?}"
     );
 }
-
