@@ -22,6 +22,9 @@ pub struct EpisodeStats {
 /// results do not depend on the number of threads.
 pub struct VecEnv {
     envs: Vec<Box<dyn Env>>,
+    /// Shared by all envs (checked at construction); kept here so validating a batch of actions
+    /// needs no call into the envs.
+    act_space: Space,
     threads: usize,
     obs_dim: usize,
     act_dim: usize,
@@ -47,6 +50,10 @@ struct Slot<'a> {
 }
 
 fn check_obs(env: &dyn Env, obs: &[f32], when: &str) -> Result<(), EnvError> {
+    // Branch-free scan first (the common case); locate the bad element only on failure.
+    if obs.iter().fold(true, |ok, v| ok & v.is_finite()) {
+        return Ok(());
+    }
     if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
         return Err(EnvError::BadOutput {
             env: env.id().to_string(),
@@ -108,6 +115,7 @@ impl VecEnv {
         let (obs_dim, act_dim) = (os.raw_dim(), acs.raw_dim());
         Ok(Self {
             envs,
+            act_space: acs,
             threads: threads.max(1),
             obs_dim,
             act_dim,
@@ -185,12 +193,11 @@ impl VecEnv {
         }
         let (d, a) = (self.obs_dim, self.act_dim);
         // Validate every action first: a bad action leaves all envs untouched.
-        for (env, action) in self.envs.iter().zip(actions.chunks(a.max(1))) {
-            check_action(
-                env.id(),
-                env.action_space(),
-                if a == 0 { &[] } else { action },
-            )?;
+        for (i, action) in actions.chunks(a.max(1)).enumerate() {
+            let action = if a == 0 { &[][..] } else { action };
+            if self.act_space.check(action).is_err() {
+                check_action(self.envs[i].id(), &self.act_space, action)?;
+            }
         }
         let mut slots = self
             .envs

@@ -133,7 +133,10 @@ impl Env for CartPole {
         Ok(Info::new())
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        check_action(self.id(), &self.act_space, action)?;
+        // Fast path for the two valid actions; anything else gets the full check and message.
+        if !matches!(action, [a] if *a == 0.0 || *a == 1.0) {
+            check_action(self.id(), &self.act_space, action)?;
+        }
         let (reward, terminated) = self.step_fast(action[0] == 1.0);
         self.write_obs(obs);
         Ok(Step {
