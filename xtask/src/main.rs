@@ -105,7 +105,7 @@ t = time.time()
 model.learn(steps)
 secs = time.time() - t
 import gymnasium as gym
-mean, std = evaluate_policy(model, gym.make(env.envs[0].spec.id), n_eval_episodes=10, deterministic=True)
+mean, std = evaluate_policy(model, gym.make("CartPole-v1" if case == "cartpole" else "Pendulum-v1"), n_eval_episodes=10, deterministic=True)
 print(json.dumps({"train_seconds": secs, "eval_mean_return": mean}))
 "#;
 
@@ -114,20 +114,8 @@ fn sb3_python() -> Result<PathBuf, String> {
     let py = venv.join("bin/python");
     if !py.exists() {
         sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        sh(Command::new(venv.join("bin/pip")).args([
-            "install",
-            "-q",
-            "stable-baselines3==2.9.2",
-            "--extra-index-url",
-            "https://download.pytorch.org/whl/cpu",
-        ]))
-        .or_else(|_| {
-            sh(Command::new(venv.join("bin/pip")).args([
-                "install",
-                "-q",
-                "stable-baselines3==2.9.2",
-            ]))
-        })?;
+        // Installs from the default package index only (pip's CPU wheels of torch).
+        sh(Command::new(venv.join("bin/pip")).args(["install", "-q", "stable-baselines3==2.9.2"]))?;
     }
     Ok(py)
 }

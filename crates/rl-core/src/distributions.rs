@@ -331,3 +331,64 @@ fn sample_categorical(logits: &[f32], rng: &mut Rng, deterministic: bool) -> (us
     };
     (a, logits[a] - lse)
 }
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use super::*;
+    use burn::tensor::{Device, TensorData};
+
+    fn t2(v: Vec<f32>, r: usize, c: usize) -> Tensor<2> {
+        Tensor::from_data(TensorData::new(v, [r, c]), &Device::flex())
+    }
+
+    fn host(t: Tensor<1>) -> Vec<f32> {
+        t.into_data().try_into_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn multicategorical_and_bernoulli_agree_with_host_sampling_and_closed_forms() {
+        let mut rng = Rng::seed_from(4);
+        // MultiCategorical [3, 2]: log-prob is the sum of the parts.
+        let kind = DistKind::MultiCategorical { nvec: vec![3, 2] };
+        let logits = vec![
+            0.5f32, -1.0, 2.0, 0.3, -0.3, /* row 2 */ -2.0, 0.0, 1.0, 1.5, 0.5,
+        ];
+        let mut acts = Vec::new();
+        let lp_host = kind.sample(&logits, &[], &mut rng, false, &mut acts);
+        let lp = host(kind.log_prob(t2(logits.clone(), 2, 5), None, t2(acts.clone(), 2, 2)));
+        for (a, b) in lp.iter().zip(&lp_host) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+        // Entropy of a uniform MultiCategorical is sum(ln n).
+        let h = host(kind.entropy(t2(vec![0.0; 5], 1, 5), None).unwrap());
+        assert!((h[0] - (3f32.ln() + 2f32.ln())).abs() < 1e-5);
+        // Bernoulli: p = sigmoid(l); log-prob of 1 is ln p.
+        let kind = DistKind::Bernoulli { n: 2 };
+        let l = vec![0.7f32, -1.2];
+        let lp = host(kind.log_prob(t2(l.clone(), 1, 2), None, t2(vec![1.0, 0.0], 1, 2)));
+        let p0 = 1.0 / (1.0 + (-0.7f32).exp());
+        let p1 = 1.0 / (1.0 + 1.2f32.exp());
+        assert!((lp[0] - (p0.ln() + (1.0 - p1).ln())).abs() < 1e-5);
+        let h = host(kind.entropy(t2(vec![0.0, 0.0], 1, 2), None).unwrap());
+        assert!((h[0] - 2.0 * 2f32.ln()).abs() < 1e-5);
+        let mut acts = Vec::new();
+        let lp_host = kind.sample(&l, &[], &mut rng, true, &mut acts);
+        assert_eq!(acts, vec![1.0, 0.0], "mode");
+        assert!((lp_host[0] - lp[0]).abs() < 1e-5);
+        // Sampling frequencies follow the probabilities.
+        let kind = DistKind::Categorical { n: 3, start: 0 };
+        let logits = [0.0f32, 1.0, 2.0];
+        let mut counts = [0usize; 3];
+        for _ in 0..30_000 {
+            let mut a = Vec::new();
+            kind.sample(&logits, &[], &mut rng, false, &mut a);
+            counts[a[0] as usize] += 1;
+        }
+        let z: f32 = logits.iter().map(|l| l.exp()).sum();
+        for i in 0..3 {
+            let want = logits[i].exp() / z;
+            let got = counts[i] as f32 / 30_000.0;
+            assert!((got - want).abs() < 0.015, "action {i}: {got} vs {want}");
+        }
+    }
+}

@@ -3,7 +3,8 @@
 
 use crate::rng::Rng;
 use burn::module::{Module, Param};
-use burn::nn::Linear;
+use burn::nn::conv::Conv2d;
+use burn::nn::{Linear, PaddingConfig2d};
 use burn::tensor::{Device, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 
@@ -177,9 +178,123 @@ impl Mlp {
     }
 }
 
+/// A conv layer `[c_in → c_out, k×k, stride]` with orthogonal weights (`gain`, over the
+/// flattened `[c_out, c_in·k·k]` matrix as torch) and zero bias.
+pub fn conv2d_orthogonal(
+    c_in: usize,
+    c_out: usize,
+    k: usize,
+    stride: usize,
+    gain: f64,
+    rng: &mut Rng,
+    device: &Device,
+) -> Conv2d {
+    let fan = c_in * k * k;
+    // orthogonal(rows = fan, cols = c_out) gives W^T; transpose into [c_out, fan].
+    let wt = orthogonal(fan, c_out, gain, rng);
+    let mut w = vec![0.0f32; c_out * fan];
+    for i in 0..fan {
+        for o in 0..c_out {
+            w[o * fan + i] = wt[i * c_out + o];
+        }
+    }
+    Conv2d {
+        weight: Param::from_data(TensorData::new(w, [c_out, c_in, k, k]), device),
+        bias: Some(Param::from_data(
+            TensorData::new(vec![0.0f32; c_out], [c_out]),
+            device,
+        )),
+        stride: [stride, stride],
+        kernel_size: [k, k],
+        dilation: [1, 1],
+        groups: 1,
+        padding: PaddingConfig2d::Valid,
+    }
+}
+
+/// The DQN "Nature" CNN (Mnih et al. 2015; SB3's `NatureCNN`): three ReLU conv layers
+/// (32 8×8/4, 64 4×4/2, 64 3×3/1), flatten, a linear layer to `features_dim` with ReLU. Pixel
+/// inputs in `[0, 255]` are scaled to `[0, 1]`.
+#[derive(Module, Debug)]
+pub struct NatureCnn {
+    /// Conv layers.
+    pub convs: Vec<Conv2d>,
+    /// Final linear layer.
+    pub linear: Linear,
+}
+
+impl NatureCnn {
+    /// For `[channels, height, width]` images, orthogonal init (gain `sqrt(2)`) from `rng`.
+    pub fn new(
+        channels: usize,
+        height: usize,
+        width: usize,
+        features_dim: usize,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
+        let g = std::f64::consts::SQRT_2;
+        let specs = [(channels, 32, 8, 4), (32, 64, 4, 2), (64, 64, 3, 1)];
+        let (mut h, mut w) = (height, width);
+        let mut convs = Vec::new();
+        for (ci, co, k, st) in specs {
+            if h < k || w < k {
+                return Err(format!(
+                    "NatureCNN: a {height}×{width} image is too small (needs at least 36×36)"
+                ));
+            }
+            h = (h - k) / st + 1;
+            w = (w - k) / st + 1;
+            convs.push(conv2d_orthogonal(ci, co, k, st, g, rng, device));
+        }
+        let linear = linear_orthogonal(64 * h * w, features_dim, g, rng, device);
+        Ok(Self { convs, linear })
+    }
+
+    /// `[B, C, H, W]` pixels → `[B, features_dim]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut x = x.div_scalar(255.0);
+        for c in &self.convs {
+            x = activation::relu(c.forward(x));
+        }
+        let [b, c, h, w] = x.dims();
+        activation::relu(self.linear.forward(x.reshape([b, c * h * w])))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "flex")]
+    #[test]
+    fn nature_cnn_shapes_and_gradients() {
+        let device = Device::flex().autodiff();
+        let mut rng = Rng::seed_from(0);
+        let cnn = NatureCnn::new(4, 84, 84, 512, &mut rng, &device).unwrap();
+        // 84 -> 20 -> 9 -> 7: the linear layer sees 64·7·7 = 3136 features, as in the paper.
+        assert_eq!(cnn.linear.weight.dims(), [3136, 512]);
+        let pixels: Vec<f32> = (0..2 * 4 * 84 * 84)
+            .map(|_| rng.below(256) as f32)
+            .collect();
+        let x = Tensor::<4>::from_data(TensorData::new(pixels, [2, 4, 84, 84]), &device);
+        let y = cnn.forward(x);
+        assert_eq!(y.dims(), [2, 512]);
+        let grads = y.sum().backward();
+        let g = crate::params::to_vec1(crate::params::flat_grads(&cnn, grads, &device));
+        assert_eq!(g.len(), crate::params::num_params(&cnn));
+        let mut o = 0;
+        for p in crate::params::param_infos(&cnn) {
+            let n = p.numel();
+            assert!(
+                g[o..o + n].iter().any(|&v| v != 0.0),
+                "no gradient reaches {}",
+                p.path
+            );
+            o += n;
+        }
+        assert!(NatureCnn::new(1, 30, 30, 8, &mut rng, &device).is_err());
+    }
 
     #[test]
     fn orthogonal_rows_or_columns_are_orthonormal() {

@@ -51,6 +51,17 @@ pub struct StepStats {
     pub grad_norm: f32,
 }
 
+/// Scales the flat gradient `g` so its L2 norm is at most `max_norm` (torch's
+/// `clip_grad_norm_`: factor `max_norm / (norm + 1e-6)` when the norm exceeds `max_norm`);
+/// returns the clipped gradient and the norm before clipping.
+pub fn clip_global_norm(g: Tensor<1>, max_norm: Option<f64>) -> (Tensor<1>, f32) {
+    let norm = g.clone().square().sum().sqrt().into_scalar::<f32>();
+    match max_norm {
+        Some(max) if (norm as f64) > max => (g.mul_scalar(max / (norm as f64 + 1e-6)), norm),
+        _ => (g, norm),
+    }
+}
+
 /// A flat optimizer for one module.
 #[derive(Debug, Clone)]
 pub struct FlatOptimizer {
@@ -86,14 +97,8 @@ impl FlatOptimizer {
         grads: Gradients,
         device: &Device,
     ) -> (M, StepStats) {
-        let g = flat_grads(&module, grads, device);
-        let norm_t = g.clone().square().sum().sqrt();
-        let grad_norm = norm_t.clone().into_scalar::<f32>();
-        let g = match self.max_grad_norm {
-            // torch: coef = max_norm / (norm + 1e-6), applied when < 1.
-            Some(max) if (grad_norm as f64) > max => g.mul_scalar(max / (grad_norm as f64 + 1e-6)),
-            _ => g,
-        };
+        let (g, grad_norm) =
+            clip_global_norm(flat_grads(&module, grads, device), self.max_grad_norm);
         self.step += 1;
         let delta = match self.kind {
             OptimizerKind::Adam { beta1, beta2, eps } => {
@@ -172,5 +177,74 @@ impl FlatOptimizer {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use super::*;
+    use crate::nn::{Activation, MlpConfig};
+    use crate::params::{flat_grads, param_infos, to_vec1};
+
+    #[test]
+    fn clips_by_the_global_norm_over_all_parameters() {
+        let device = Device::flex().autodiff();
+        let mut rng = crate::Rng::seed_from(0);
+        let mlp = MlpConfig {
+            d_input: 3,
+            hidden: vec![5],
+            d_output: Some(2),
+            activation: Activation::Relu,
+            output_gain: 1.0,
+            hidden_gain: 1.0,
+        }
+        .init(&mut rng, &device);
+        let x = Tensor::<2>::from_data(
+            TensorData::new(vec![1.0f32, -2.0, 3.0, 0.5, 0.1, -0.4], [2, 3]),
+            &device,
+        );
+        let g = flat_grads(
+            &mlp,
+            mlp.forward(x).sum().mul_scalar(100.0).backward(),
+            &device,
+        );
+        let raw = to_vec1(g.clone());
+        let norm = raw.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+        assert!(norm > 1.0);
+        let (clipped, reported) = clip_global_norm(g.clone(), Some(0.5));
+        assert!((reported as f64 - norm).abs() < 1e-4 * norm);
+        let c = to_vec1(clipped);
+        // One factor for every parameter (global), so each tensor's share of the norm is kept;
+        // per-tensor clipping would bring every tensor to norm <= 0.5 on its own instead.
+        let factor = 0.5 / (norm + 1e-6);
+        for (a, b) in c.iter().zip(&raw) {
+            assert!(
+                ((*a as f64) - (*b as f64) * factor).abs() < 1e-6,
+                "{a} vs {b}·{factor}"
+            );
+        }
+        let cn = c.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+        assert!((cn - 0.5).abs() < 1e-5, "clipped norm {cn}");
+        let mut o = 0;
+        let per_tensor: Vec<f64> = param_infos(&mlp)
+            .iter()
+            .map(|p| {
+                let n = p.numel();
+                let s = c[o..o + n]
+                    .iter()
+                    .map(|v| (*v as f64).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                o += n;
+                s
+            })
+            .collect();
+        assert!(
+            per_tensor.iter().sum::<f64>() > 0.5,
+            "tensors share the global budget: {per_tensor:?}"
+        );
+        // Below the threshold nothing changes.
+        let (same, _) = clip_global_norm(g, Some(1e9));
+        assert_eq!(to_vec1(same), raw);
     }
 }
