@@ -20,7 +20,7 @@ use burn::tensor::{DType, Device, Shape, Tensor, TensorData};
 pub fn tanh_approx(x: f32) -> f32 {
     let x = x.clamp(-7.905_311, 7.905_311);
     let x2 = x * x;
-    let mut p = x2 * -2.760_768_5e-16 + 2.000_187_9e-13;
+    let mut p = x2 * -2.760_768_5e-16 + 2.000_188e-13;
     p = p * x2 + -8.604_672e-11;
     p = p * x2 + 5.122_297e-8;
     p = p * x2 + 1.485_722_4e-5;

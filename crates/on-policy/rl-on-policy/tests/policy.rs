@@ -100,7 +100,7 @@ fn valid_copy_computes_the_same_values_after_updates() {
 
 #[test]
 fn flat_adam_matches_burn_adam() {
-    use rl_core::burn::optim::{AdamConfig, GradientsParams, Optimizer};
+    use rl_core::burn::optim::{AdamConfig, GradientsParams};
     use rl_core::params::module_tensors;
     let (policy, device, obs, target) = setup();
     let loss_of = |p: &ActorCritic| {
