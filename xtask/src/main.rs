@@ -242,12 +242,29 @@ fn learn() -> Result<(), String> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // With --nocapture a test's output follows "test NAME ... " on the same line and its status
+    // ("ok"/"FAILED") comes on a line of its own (or at the end of the last output line).
     let mut lines: Vec<String> = Vec::new();
+    let mut current: Option<(String, Vec<String>)> = None;
     for l in text.lines() {
-        if l.starts_with("test ") && (l.ends_with(" ok") || l.ends_with("FAILED")) {
-            lines.push(format!("- `{}`", l.trim_start_matches("test ")));
-        } else if l.starts_with("PPO ") || l.contains("evaluations:") {
-            lines.push(format!("  - {l}"));
+        let mut rest = l;
+        if let Some(r) = l.strip_prefix("test ")
+            && let Some((name, tail)) = r.split_once(" ... ")
+        {
+            current = Some((name.to_string(), Vec::new()));
+            rest = tail;
+        }
+        let Some((name, out)) = current.as_mut() else { continue };
+        let t = rest.trim();
+        let status = if t == "ok" || t.ends_with(" ok") { Some("ok") } else if t == "FAILED" || t.ends_with(" FAILED") { Some("FAILED") } else { None };
+        let body = t.trim_end_matches("FAILED").trim_end_matches("ok").trim();
+        if body.starts_with("PPO ") {
+            out.push(body.to_string());
+        }
+        if let Some(st) = status {
+            lines.push(format!("- `{name}`: **{st}**"));
+            lines.extend(out.iter().map(|o| format!("  - {o}")));
+            current = None;
         }
     }
     let md = format!(
