@@ -254,9 +254,17 @@ fn learn() -> Result<(), String> {
             current = Some((name.to_string(), Vec::new()));
             rest = tail;
         }
-        let Some((name, out)) = current.as_mut() else { continue };
+        let Some((name, out)) = current.as_mut() else {
+            continue;
+        };
         let t = rest.trim();
-        let status = if t == "ok" || t.ends_with(" ok") { Some("ok") } else if t == "FAILED" || t.ends_with(" FAILED") { Some("FAILED") } else { None };
+        let status = if t == "ok" || t.ends_with(" ok") {
+            Some("ok")
+        } else if t == "FAILED" || t.ends_with(" FAILED") {
+            Some("FAILED")
+        } else {
+            None
+        };
         let body = t.trim_end_matches("FAILED").trim_end_matches("ok").trim();
         if body.starts_with("PPO ") {
             out.push(body.to_string());

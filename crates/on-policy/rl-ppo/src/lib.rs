@@ -9,7 +9,7 @@ pub mod loss;
 
 pub use config::PpoConfig;
 
-use rl_core::algorithm::{Algorithm, RlError, check_finite};
+use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
@@ -44,133 +44,52 @@ struct SavedState {
     env_stats: Vec<serde_json::Value>,
 }
 
-/// A PPO agent with its envs, ready to train.
-pub struct Ppo {
-    run: RunConfig,
+/// The optimization half of PPO: the policy, its optimizer and the minibatch generator. It
+/// updates from any [`RolloutBuffer`], so collection can live elsewhere (other threads or
+/// processes, as the actor-learner algorithms will need).
+pub struct PpoLearner {
     cfg: PpoConfig,
     device: Device,
-    infer: Device,
     policy: ActorCritic,
     opt: FlatOptimizer,
-    collector: RolloutCollector,
-    rng_policy: Rng,
     rng_batch: Rng,
-    rng_predict: Rng,
-    num_timesteps: u64,
-    iterations: u64,
-    total_timesteps: u64,
-    obs_space: Space,
-    act_space: Space,
+    /// Env steps so far, for the schedules.
+    pub num_timesteps: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
 }
 
-impl Ppo {
-    /// A fresh agent for `run` (its `algo_kwargs` are PPO hyperparameters) on `device`
-    /// (gradients are taken on `device.autodiff()`).
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = PpoConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        if run.n_envs == 0 {
-            return Err(RlError::Config("n_envs: must be at least 1".into()));
-        }
-        let envs = (0..run.n_envs)
-            .map(|_| make_env(run))
-            .collect::<Result<Vec<_>, _>>()?;
-        let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
-        let obs_space = venv.observation_space().clone();
-        let act_space = venv.action_space().clone();
-        let device = device.clone().autodiff();
-        let infer = device.clone().inner();
-        let mut rng_init = Rng::for_stream(run.seed, "init");
-        let policy = ActorCritic::new(
-            &obs_space,
-            &act_space,
-            &cfg.policy_kwargs,
-            &mut rng_init,
-            &device,
-        )
-        .map_err(RlError::Config)?;
-        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
-        let collector = RolloutCollector::new(venv, cfg.n_steps, env_seed)?;
-        Ok(Self {
+impl PpoLearner {
+    /// A learner for `policy` (on the autodiff `device`).
+    pub fn new(
+        cfg: PpoConfig,
+        policy: ActorCritic,
+        device: Device,
+        rng_batch: Rng,
+        total_timesteps: u64,
+    ) -> Self {
+        Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(cfg.adam_eps), cfg.max_grad_norm),
-            run: run.clone(),
             cfg,
             device,
-            infer,
             policy,
-            collector,
-            rng_policy: Rng::for_stream(run.seed, "policy"),
-            rng_batch: Rng::for_stream(run.seed, "minibatch"),
-            rng_predict: Rng::for_stream(run.seed, "predict"),
+            rng_batch,
             num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
-            obs_space,
-            act_space,
-        })
-    }
-
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let ck = read_checkpoint(dir)?;
-        if ck.algorithm != "ppo" {
-            return Err(RlError::Config(format!(
-                "{}: checkpoint of algorithm {:?}, not ppo",
-                dir.display(),
-                ck.algorithm
-            )));
+            total_timesteps,
         }
-        let text = std::str::from_utf8(ck.file("config.yaml")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-        let run =
-            RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
-        let mut ppo = Self::new(&run, make_env, device)?;
-        let state: SavedState = serde_json::from_slice(ck.file("state.json")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("state.json"))))?;
-        let model_file = ck.path_of("model.safetensors");
-        let weights = TensorMap::from_bytes(ck.file("model.safetensors")?, &model_file)?;
-        ppo.policy = load_module_tensors(ppo.policy, &weights, &model_file, &ppo.device)?;
-        let opt_file = ck.path_of("optimizer.safetensors");
-        let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        ppo.opt.load(
-            "adam",
-            &mut opt_map,
-            state.optimizer_steps,
-            num_params(&ppo.policy),
-            &opt_file,
-            &ppo.device,
-        )?;
-        ppo.collector.restore(&state.collector)?;
-        ppo.num_timesteps = state.num_timesteps;
-        ppo.iterations = state.iterations;
-        ppo.total_timesteps = state.total_timesteps;
-        ppo.rng_policy = state.rng_policy;
-        ppo.rng_batch = state.rng_batch;
-        ppo.rng_predict = state.rng_predict;
-        Ok(ppo)
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &PpoConfig {
-        &self.cfg
     }
 
     /// The policy network.
     pub fn policy(&self) -> &ActorCritic {
         &self.policy
     }
+}
 
-    /// The last collected rollout.
-    pub fn rollout_buffer(&self) -> &RolloutBuffer {
-        &self.collector.buffer
-    }
+impl Learner for PpoLearner {
+    type Batch = RolloutBuffer;
 
-    /// The run configuration.
-    pub fn run_config(&self) -> &RunConfig {
-        &self.run
-    }
-
-    /// One PPO update over the collected rollout (SB3's `PPO.train`).
-    fn update(&mut self) -> Result<Metrics, RlError> {
+    /// One PPO update over a collected rollout (SB3's `PPO.train`).
+    fn update(&mut self, batch: &mut RolloutBuffer) -> Result<Metrics, RlError> {
         let total = self.total_timesteps;
         let lr = self.cfg.learning_rate.value(self.num_timesteps, total);
         let clip = self.cfg.clip_range.value(self.num_timesteps, total);
@@ -179,7 +98,7 @@ impl Ppo {
             .clip_range_vf
             .as_ref()
             .map(|s| s.value(self.num_timesteps, total));
-        let buf: &RolloutBuffer = &self.collector.buffer;
+        let buf: &RolloutBuffer = batch;
         let (od, ad) = (buf.obs_dim, buf.act_dim);
         let (mut pg, mut vl, mut ent, mut kls, mut cfs, mut gns) = (
             Vec::new(),
@@ -295,6 +214,149 @@ impl Ppo {
         );
         Ok(m)
     }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        self.policy = load_module_tensors(self.policy.clone(), weights, "weights", &self.device)?;
+        Ok(())
+    }
+}
+
+/// A PPO agent with its envs, ready to train.
+pub struct Ppo {
+    run: RunConfig,
+    learner: PpoLearner,
+    infer: Device,
+    collector: RolloutCollector,
+    rng_policy: Rng,
+    rng_predict: Rng,
+    num_timesteps: u64,
+    iterations: u64,
+    total_timesteps: u64,
+    obs_space: Space,
+    act_space: Space,
+}
+
+impl Ppo {
+    /// A fresh agent for `run` (its `algo_kwargs` are PPO hyperparameters) on `device`
+    /// (gradients are taken on `device.autodiff()`).
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let cfg = PpoConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        if run.n_envs == 0 {
+            return Err(RlError::Config("n_envs: must be at least 1".into()));
+        }
+        let envs = (0..run.n_envs)
+            .map(|_| make_env(run))
+            .collect::<Result<Vec<_>, _>>()?;
+        let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
+        let obs_space = venv.observation_space().clone();
+        let act_space = venv.action_space().clone();
+        let device = device.clone().autodiff();
+        let infer = device.clone().inner();
+        let mut rng_init = Rng::for_stream(run.seed, "init");
+        let policy = ActorCritic::new(
+            &obs_space,
+            &act_space,
+            &cfg.policy_kwargs,
+            &mut rng_init,
+            &device,
+        )
+        .map_err(RlError::Config)?;
+        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
+        let collector = RolloutCollector::new(venv, cfg.n_steps, env_seed)?;
+        Ok(Self {
+            learner: PpoLearner::new(
+                cfg,
+                policy,
+                device,
+                Rng::for_stream(run.seed, "minibatch"),
+                run.total_timesteps,
+            ),
+            run: run.clone(),
+            infer,
+            collector,
+            rng_policy: Rng::for_stream(run.seed, "policy"),
+            rng_predict: Rng::for_stream(run.seed, "predict"),
+            num_timesteps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+            obs_space,
+            act_space,
+        })
+    }
+
+    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let ck = read_checkpoint(dir)?;
+        if ck.algorithm != "ppo" {
+            return Err(RlError::Config(format!(
+                "{}: checkpoint of algorithm {:?}, not ppo",
+                dir.display(),
+                ck.algorithm
+            )));
+        }
+        let text = std::str::from_utf8(ck.file("config.yaml")?)
+            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
+        let run =
+            RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
+        let mut ppo = Self::new(&run, make_env, device)?;
+        let state: SavedState = serde_json::from_slice(ck.file("state.json")?)
+            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("state.json"))))?;
+        let model_file = ck.path_of("model.safetensors");
+        let weights = TensorMap::from_bytes(ck.file("model.safetensors")?, &model_file)?;
+        ppo.learner.policy = load_module_tensors(
+            ppo.learner.policy,
+            &weights,
+            &model_file,
+            &ppo.learner.device,
+        )?;
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        ppo.learner.opt.load(
+            "adam",
+            &mut opt_map,
+            state.optimizer_steps,
+            num_params(&ppo.learner.policy),
+            &opt_file,
+            &ppo.learner.device,
+        )?;
+        ppo.collector.restore(&state.collector)?;
+        ppo.num_timesteps = state.num_timesteps;
+        ppo.iterations = state.iterations;
+        ppo.total_timesteps = state.total_timesteps;
+        ppo.rng_policy = state.rng_policy;
+        ppo.learner.rng_batch = state.rng_batch;
+        ppo.rng_predict = state.rng_predict;
+        Ok(ppo)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &PpoConfig {
+        &self.learner.cfg
+    }
+
+    /// The policy network.
+    pub fn policy(&self) -> &ActorCritic {
+        &self.learner.policy
+    }
+
+    /// The learner (policy, optimizer, update).
+    pub fn learner(&self) -> &PpoLearner {
+        &self.learner
+    }
+
+    /// The last collected rollout.
+    pub fn rollout_buffer(&self) -> &RolloutBuffer {
+        &self.collector.buffer
+    }
+
+    /// The run configuration.
+    pub fn run_config(&self) -> &RunConfig {
+        &self.run
+    }
 }
 
 impl Algorithm for Ppo {
@@ -319,15 +381,20 @@ impl Algorithm for Ppo {
 
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let infer_policy = self.policy.valid();
-        let (gamma, lam) = (self.cfg.gamma as f32, self.cfg.gae_lambda as f32);
+        let infer_policy = self.learner.policy.valid();
+        let (gamma, lam) = (
+            self.learner.cfg.gamma as f32,
+            self.learner.cfg.gae_lambda as f32,
+        );
         let info =
             self.collector
                 .collect(&infer_policy, &self.infer, &mut self.rng_policy, gamma, lam)?;
         let steps = (self.collector.buffer.len()) as u64;
         self.num_timesteps += steps;
         let t_rollout = t0.elapsed().as_secs_f64();
-        let mut m = self.update()?;
+        self.learner.num_timesteps = self.num_timesteps;
+        self.learner.total_timesteps = self.total_timesteps;
+        let mut m = self.learner.update(&mut self.collector.buffer)?;
         self.iterations += 1;
         let secs = t0.elapsed().as_secs_f64();
         if !info.episodes.is_empty() {
@@ -366,7 +433,7 @@ impl Algorithm for Ppo {
         let n = obs.len() / d.max(1);
         let mut flat = Vec::new();
         flatten_batch(&self.obs_space, obs, &mut flat);
-        let p = self.policy.valid();
+        let p = self.learner.policy.valid();
         let out = p.forward(tensor2(flat, n, self.obs_space.flat_dim(), &self.infer));
         let params = host(out.params);
         let log_std = out.log_std.map(host).unwrap_or_default();
@@ -394,19 +461,19 @@ impl Algorithm for Ppo {
         let mut run = self.run.clone();
         run.total_timesteps = self.total_timesteps;
         // Store the complete hyperparameters, defaults included.
-        run.algo_kwargs = match serde_json::to_value(&self.cfg).expect("serializable") {
+        run.algo_kwargs = match serde_json::to_value(&self.learner.cfg).expect("serializable") {
             serde_json::Value::Object(m) => m,
             _ => unreachable!("PpoConfig serializes to a map"),
         };
         let mut opt = TensorMap::default();
-        let optimizer_steps = self.opt.save("adam", &mut opt);
+        let optimizer_steps = self.learner.opt.save("adam", &mut opt);
         let state = SavedState {
             num_timesteps: self.num_timesteps,
             iterations: self.iterations,
             total_timesteps: self.total_timesteps,
             optimizer_steps,
             rng_policy: self.rng_policy.clone(),
-            rng_batch: self.rng_batch.clone(),
+            rng_batch: self.learner.rng_batch.clone(),
             rng_predict: self.rng_predict.clone(),
             collector: self.collector.state()?,
             env_stats: self.env_stats(),
@@ -421,7 +488,7 @@ impl Algorithm for Ppo {
                         .map_err(|e| RlError::Other(e.to_string()))?
                         .into_bytes(),
                 ),
-                ("model.safetensors", module_tensors(&self.policy).to_bytes()),
+                ("model.safetensors", self.learner.weights().to_bytes()),
                 ("optimizer.safetensors", opt.to_bytes()),
                 (
                     "state.json",

@@ -76,3 +76,20 @@ fn resume_pendulum_with_normalization_bit_identical() {
 fn resume_frozenlake_discrete_obs_bit_identical() {
     check("FrozenLake-v1", "", "frozenlake");
 }
+
+#[test]
+fn learner_weights_roundtrip() {
+    use rl_core::algorithm::Learner;
+    let run = cfg("CartPole-v1", "");
+    let mut a = Ppo::new(&run, &make, &Device::flex()).unwrap();
+    a.train().unwrap();
+    let b = Ppo::new(&cfg("CartPole-v1", "").clone(), &make, &Device::flex()).unwrap();
+    assert_ne!(a.learner().weights(), b.learner().weights(), "training changed the weights");
+    let mut learner = rl_ppo::PpoLearner::new(a.config().clone(), b.policy().clone(), Device::flex().autodiff(), rl_core::Rng::seed_from(0), 1);
+    learner.set_weights(&a.learner().weights()).unwrap();
+    assert_eq!(learner.weights(), a.learner().weights());
+    let mut wrong = a.learner().weights();
+    wrong.0.remove("value_net.bias");
+    let e = learner.set_weights(&wrong).unwrap_err().to_string();
+    assert!(e.contains("value_net.bias"), "{e}");
+}
