@@ -99,6 +99,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// Trains `algo` for `run` into `out` (or a fresh run directory) and prints the summary line.
+fn train_and_report(
+    algo: &mut dyn rl::core::Algorithm,
+    run: &RunConfig,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), RlError> {
+    let mut eval_env = rl::make_eval_env(run)?;
+    let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
+    let summary = run_training(algo, run, eval_env.as_mut(), &dir, !quiet)?;
+    println!("{}", serde_json::to_string(&summary).expect("serializable"));
+    Ok(())
+}
+
 fn real_main() -> Result<ExitCode, RlError> {
     let cli = Cli::parse();
     match cli.cmd {
@@ -122,10 +136,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             }
             let dev = parse_device(&run.device).map_err(RlError::Config)?;
             let mut algo = rl::build(&run, &dev)?;
-            let mut eval_env = rl::make_eval_env(&run)?;
-            let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), &run));
-            let summary = run_training(algo.as_mut(), &run, eval_env.as_mut(), &dir, !quiet)?;
-            println!("{}", serde_json::to_string(&summary).expect("serializable"));
+            train_and_report(algo.as_mut(), &run, out, quiet)?;
         }
         Cmd::Eval {
             checkpoint,
@@ -167,10 +178,7 @@ fn real_main() -> Result<ExitCode, RlError> {
                 algo.set_total_timesteps(t);
                 run.total_timesteps = t;
             }
-            let mut eval_env = rl::make_eval_env(&run)?;
-            let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), &run));
-            let summary = run_training(algo.as_mut(), &run, eval_env.as_mut(), &dir, !quiet)?;
-            println!("{}", serde_json::to_string(&summary).expect("serializable"));
+            train_and_report(algo.as_mut(), &run, out, quiet)?;
         }
         Cmd::Envs => {
             let reg = rl::envs::registry();

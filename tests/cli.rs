@@ -21,6 +21,17 @@ fn write_config(dir: &Path) -> PathBuf {
     p
 }
 
+/// Runs `rl ARGS`, asserting success, and returns the last stdout line as JSON.
+fn run_ok(args: &[&str]) -> serde_json::Value {
+    let out = rl().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "rl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    last_json(&out.stdout)
+}
+
 fn last_json(out: &[u8]) -> serde_json::Value {
     let s = String::from_utf8_lossy(out);
     serde_json::from_str(s.lines().last().expect("output")).unwrap_or_else(|e| panic!("{e}: {s}"))
@@ -31,24 +42,15 @@ fn train_eval_resume() {
     let d = tmp("train");
     let cfg = write_config(&d);
     let run_dir = d.join("run");
-    let out = rl()
-        .args([
-            "train",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--set",
-            "algo_kwargs.learning_rate=lin_1e-3",
-            "--out",
-            run_dir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = last_json(&out.stdout);
+    let j = run_ok(&[
+        "train",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "algo_kwargs.learning_rate=lin_1e-3",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
     for k in [
         "total_timesteps",
         "train_seconds",
@@ -89,43 +91,26 @@ fn train_eval_resume() {
     assert_eq!(&png[1..4], b"PNG");
 
     let ck = run_dir.join("checkpoint");
-    let out = rl()
-        .args([
-            "eval",
-            ck.to_str().unwrap(),
-            "--episodes",
-            "4",
-            "--deterministic",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = last_json(&out.stdout);
+    let j = run_ok(&[
+        "eval",
+        ck.to_str().unwrap(),
+        "--episodes",
+        "4",
+        "--deterministic",
+    ]);
     assert_eq!(j["returns"].as_array().unwrap().len(), 4);
 
     let run2 = d.join("run2");
-    let out = rl()
-        .args([
-            "resume",
-            ck.to_str().unwrap(),
-            "--total-timesteps",
-            "3072",
-            "--quiet",
-            "--out",
-            run2.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(last_json(&out.stdout)["total_timesteps"], 3072);
+    let j = run_ok(&[
+        "resume",
+        ck.to_str().unwrap(),
+        "--total-timesteps",
+        "3072",
+        "--quiet",
+        "--out",
+        run2.to_str().unwrap(),
+    ]);
+    assert_eq!(j["total_timesteps"], 3072);
 }
 
 #[test]

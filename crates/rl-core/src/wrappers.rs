@@ -24,6 +24,8 @@ macro_rules! delegate {
         fn snapshot(&self) -> Result<serde_json::Value, EnvError> { self.inner.snapshot() }
         fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> { self.inner.restore(s) }
     };
+    // Everything but reset/step: for wrappers that change neither spaces nor statistics.
+    (@one basics) => { delegate!(id, observation_space, action_space, state, set_state, render, stats); };
     ($($m:ident),*) => { $(delegate!(@one $m);)* };
 }
 
@@ -46,15 +48,7 @@ impl<E: Env> TimeLimit<E> {
 }
 
 impl<E: Env> Env for TimeLimit<E> {
-    delegate!(
-        id,
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render,
-        stats
-    );
+    delegate!(basics);
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
         Ok(json!({"elapsed": self.elapsed, "inner": self.inner.snapshot()?}))
     }
@@ -97,15 +91,7 @@ impl<E: Env> RecordEpisodeStatistics<E> {
 }
 
 impl<E: Env> Env for RecordEpisodeStatistics<E> {
-    delegate!(
-        id,
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render,
-        stats
-    );
+    delegate!(basics);
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
         Ok(json!({"ret": self.ret, "len": self.len, "inner": self.inner.snapshot()?}))
     }
@@ -157,16 +143,7 @@ impl<E: Env> ClipAction<E> {
 }
 
 impl<E: Env> Env for ClipAction<E> {
-    delegate!(
-        id,
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render,
-        stats,
-        snap
-    );
+    delegate!(basics, snap);
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }
@@ -257,16 +234,7 @@ impl<E: Env> TransformReward<E> {
 }
 
 impl<E: Env> Env for TransformReward<E> {
-    delegate!(
-        id,
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render,
-        stats,
-        snap
-    );
+    delegate!(basics, snap);
     fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
         self.inner.reset(seed, obs)
     }

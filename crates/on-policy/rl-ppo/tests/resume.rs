@@ -84,8 +84,18 @@ fn learner_weights_roundtrip() {
     let mut a = Ppo::new(&run, &make, &Device::flex()).unwrap();
     a.train().unwrap();
     let b = Ppo::new(&cfg("CartPole-v1", "").clone(), &make, &Device::flex()).unwrap();
-    assert_ne!(a.learner().weights(), b.learner().weights(), "training changed the weights");
-    let mut learner = rl_ppo::PpoLearner::new(a.config().clone(), b.policy().clone(), Device::flex().autodiff(), rl_core::Rng::seed_from(0), 1);
+    assert_ne!(
+        a.learner().weights(),
+        b.learner().weights(),
+        "training changed the weights"
+    );
+    let mut learner = rl_ppo::PpoLearner::new(
+        a.config().clone(),
+        b.policy().clone(),
+        Device::flex().autodiff(),
+        rl_core::Rng::seed_from(0),
+        1,
+    );
     learner.set_weights(&a.learner().weights()).unwrap();
     assert_eq!(learner.weights(), a.learner().weights());
     let mut wrong = a.learner().weights();
