@@ -118,6 +118,12 @@ fn policy(c: &mut Criterion) {
             black_box(loss.backward());
         })
     });
+    c.bench_function("policy_forward_backward_no_loss_256", |b| {
+        b.iter(|| {
+            let out = p.forward(tensor2(x.clone(), batch, 4, &device));
+            black_box((out.params.mean() + out.values.mean()).backward());
+        })
+    });
     let mut opt = FlatOptimizer::new(OptimizerKind::adam(1e-5), Some(0.5));
     c.bench_function("ppo_minibatch_update_256", |b| {
         b.iter(|| {

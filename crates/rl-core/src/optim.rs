@@ -97,8 +97,13 @@ impl FlatOptimizer {
         grads: Gradients,
         device: &Device,
     ) -> (M, StepStats) {
-        let (g, grad_norm) =
-            clip_global_norm(flat_grads(&module, grads, device), self.max_grad_norm);
+        let g = flat_grads(&module, grads, device);
+        self.step_flat(lr, module, g)
+    }
+
+    /// One step from an already flattened gradient (walking order, see [`crate::params`]).
+    pub fn step_flat<M: Module>(&mut self, lr: f64, module: M, g: Tensor<1>) -> (M, StepStats) {
+        let (g, grad_norm) = clip_global_norm(g, self.max_grad_norm);
         self.step += 1;
         let delta = match self.kind {
             OptimizerKind::Adam { beta1, beta2, eps } => {

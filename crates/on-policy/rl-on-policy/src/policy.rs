@@ -169,6 +169,19 @@ impl ActorCritic {
         self.value_net.forward(latent).squeeze_dim::<1>(1)
     }
 
+    /// `(log_prob, entropy)` of `actions` `[B, act_dim]`, without the value branch.
+    pub fn log_prob_entropy(
+        &self,
+        obs: Tensor<2>,
+        actions: Tensor<2>,
+    ) -> (Tensor<1>, Option<Tensor<1>>) {
+        let latent = self.pi.forward(obs);
+        let params = self.action_net.forward(latent);
+        let log_std = self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0));
+        let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);
+        (lp, self.dist.entropy(params, log_std))
+    }
+
     /// `(values, log_prob, entropy)` of `actions` `[B, act_dim]` (SB3's `evaluate_actions`).
     pub fn evaluate_actions(
         &self,

@@ -18,7 +18,7 @@ use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, load_module_tensors, module_tensors, num_params};
+use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
 use rl_core::vec_env::VecEnv;
 use rl_core::{Rng, Space};
 use rl_on_policy::rollout::{flatten_batch, host, tensor2};
@@ -130,32 +130,76 @@ impl Learner for PpoLearner {
                 if self.cfg.normalize_advantage {
                     adv = loss::normalize_advantages(&adv);
                 }
-                let to1 = |v: Vec<f32>| tensor2(v, b, 1, &self.device).squeeze_dim::<1>(1);
-                let (values, logp, entropy) = self.policy.evaluate_actions(obs, actions);
-                let (policy_loss, ratio) =
-                    loss::clipped_surrogate(logp.clone(), to1(old_logp.clone()), to1(adv), clip);
-                let value_loss = loss::value_loss(
-                    values,
-                    to1(pick(&buf.values)),
-                    to1(pick(&buf.returns)),
-                    clip_vf,
-                );
-                // Without a closed-form entropy, SB3 uses -mean(log_prob).
-                let entropy_loss = match entropy {
-                    Some(e) => e.mean().neg(),
-                    None => logp.clone().mean(),
+                let device = &self.device;
+                let to1 = |v: Vec<f32>| tensor2(v, b, 1, device).squeeze_dim::<1>(1);
+                let (policy, cfg) = (&self.policy, &self.cfg);
+                // Policy-gradient and entropy terms: they reach only the policy parameters.
+                let actor = || {
+                    let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
+                    let (policy_loss, ratio) = loss::clipped_surrogate(
+                        logp.clone(),
+                        to1(old_logp.clone()),
+                        to1(adv),
+                        clip,
+                    );
+                    // Without a closed-form entropy, SB3 uses -mean(log_prob).
+                    let entropy_loss = match entropy {
+                        Some(e) => e.mean().neg(),
+                        None => logp.clone().mean(),
+                    };
+                    let loss = policy_loss.clone() + entropy_loss.clone().mul_scalar(cfg.ent_coef);
+                    let stats = (
+                        host(logp.inner()),
+                        host(ratio.inner()),
+                        host(policy_loss.inner())[0] as f64,
+                        host(entropy_loss.inner())[0] as f64,
+                    );
+                    (loss, stats)
                 };
-                let total_loss = policy_loss.clone()
-                    + entropy_loss.clone().mul_scalar(self.cfg.ent_coef)
-                    + value_loss.clone().mul_scalar(self.cfg.vf_coef);
-                let logp_h = host(logp.inner());
+                let critic = || {
+                    let values = match &policy.vf {
+                        Some(_) => policy.values(obs.clone()),
+                        None => unreachable!("only called for separate networks"),
+                    };
+                    let value_loss = loss::value_loss(
+                        values,
+                        to1(pick(&buf.values)),
+                        to1(pick(&buf.returns)),
+                        clip_vf,
+                    );
+                    let v = host(value_loss.clone().inner())[0] as f64;
+                    (value_loss.mul_scalar(cfg.vf_coef), v)
+                };
+                // Separate actor and critic networks: both halves (forward and backward) run on
+                // the two cores at once; the gradient of the sum is the sum of the gradients.
+                let (flat_grad, (logp_h, ratio_h, pl, el), vlv) = if policy.vf.is_some() {
+                    let ((la, sa), (lc, vlv)) = rayon::join(
+                        || {
+                            let (l, st) = actor();
+                            (l.backward(), st)
+                        },
+                        || {
+                            let (l, v) = critic();
+                            (l.backward(), v)
+                        },
+                    );
+                    let g = flat_grads(policy, la, device) + flat_grads(policy, lc, device);
+                    (g, sa, vlv)
+                } else {
+                    let (la, sa) = actor();
+                    let values = policy.values(obs.clone());
+                    let value_loss = loss::value_loss(
+                        values,
+                        to1(pick(&buf.values)),
+                        to1(pick(&buf.returns)),
+                        clip_vf,
+                    );
+                    let vlv = host(value_loss.clone().inner())[0] as f64;
+                    let total = la + value_loss.mul_scalar(cfg.vf_coef);
+                    (flat_grads(policy, total.backward(), device), sa, vlv)
+                };
                 let kl = loss::approx_kl(&logp_h, &old_logp);
-                let (pl, vlv, el, tl) = (
-                    host(policy_loss.inner())[0] as f64,
-                    host(value_loss.inner())[0] as f64,
-                    host(entropy_loss.inner())[0] as f64,
-                    host(total_loss.clone().inner())[0] as f64,
-                );
+                let tl = pl + cfg.ent_coef * el + cfg.vf_coef * vlv;
                 if !tl.is_finite() {
                     let (metric, value) = [
                         ("losses/policy_loss", pl),
@@ -175,15 +219,14 @@ impl Learner for PpoLearner {
                 vl.push(vlv);
                 ent.push(-el);
                 kls.push(kl);
-                cfs.push(loss::clip_fraction(&host(ratio.inner()), clip));
+                cfs.push(loss::clip_fraction(&ratio_h, clip));
                 if let Some(t) = self.cfg.target_kl
                     && kl > 1.5 * t
                 {
                     continue_training = false;
                     break 'epochs;
                 }
-                let grads = total_loss.backward();
-                let (policy, stats) = self.opt.step(lr, self.policy.clone(), grads, &self.device);
+                let (policy, stats) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
                 self.policy = policy;
                 gns.push(stats.grad_norm as f64);
             }
