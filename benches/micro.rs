@@ -36,7 +36,7 @@ fn cartpole_step(c: &mut Criterion) {
     let mut raw: Vec<rl::envs::classic::CartPole> = (0..n).map(|_| Default::default()).collect();
     let mut obs = [0.0f32; 4];
     for (i, e) in raw.iter_mut().enumerate() {
-        e.reset(Some(i as u64), &mut obs).unwrap();
+        e.reset(Some(i as u64), None, &mut obs).unwrap();
     }
     g.bench_function("raw_dynamics_64_step", |b| {
         b.iter(|| {
@@ -44,7 +44,7 @@ fn cartpole_step(c: &mut Criterion) {
             for (i, e) in raw.iter_mut().enumerate() {
                 let (_, term) = e.step_fast(actions[k * n + i] == 1.0);
                 if term {
-                    e.reset(None, &mut obs).unwrap();
+                    e.reset(None, None, &mut obs).unwrap();
                 }
             }
         })

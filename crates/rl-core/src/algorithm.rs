@@ -214,7 +214,7 @@ pub trait Algorithm {
         let mut obs = vec![0.0; env.observation_space().raw_dim()];
         let mut eps = Vec::with_capacity(n_episodes);
         for i in 0..n_episodes {
-            env.reset(Some(seed.wrapping_add(i as u64)), &mut obs)?;
+            env.reset(Some(seed.wrapping_add(i as u64)), None, &mut obs)?;
             let (mut ret, mut len) = (0.0, 0usize);
             loop {
                 let a = self.predict(&obs, deterministic)?;

@@ -73,7 +73,7 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
      -> Vec<(Vec<f32>, f64, bool, bool)> {
         let mut traj = Vec::new();
         let mut rng = Rng::seed_from(seed);
-        match env.reset(Some(seed), obs) {
+        match env.reset(Some(seed), None, obs) {
             Ok(_) => {}
             Err(e) => {
                 r.errors.push(format!("reset(seed={seed}) failed: {e}"));
@@ -100,7 +100,7 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
                     }
                     traj.push((obs.clone(), s.reward, s.terminated, s.truncated));
                     if s.terminated || s.truncated {
-                        if let Err(e) = env.reset(None, obs) {
+                        if let Err(e) = env.reset(None, None, obs) {
                             r.errors
                                 .push(format!("reset after episode end failed: {e}"));
                             return traj;
@@ -139,7 +139,7 @@ pub fn check_env(env: &mut dyn Env, steps: usize) -> CheckReport {
             .push("different reset seeds gave identical trajectories: is the seed used?".into());
     }
     // An invalid action should be an error, not a panic or silent acceptance.
-    if env.reset(Some(1), &mut obs).is_ok() {
+    if env.reset(Some(1), None, &mut obs).is_ok() {
         let bad: Vec<f32> = vec![f32::NAN; acs.raw_dim()];
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| env.step(&bad, &mut obs))) {
             Ok(Ok(_)) => r.warnings.push("step accepted an action outside the action space (NaN); consider validating actions".into()),

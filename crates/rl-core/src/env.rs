@@ -87,8 +87,14 @@ pub trait Env: Send {
     /// The action space.
     fn action_space(&self) -> &Space;
     /// Starts an episode; `seed` reseeds the env's generator (Gymnasium's `reset(seed=…)`),
-    /// `None` continues it. Writes the first observation into `obs` (length `raw_dim`).
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError>;
+    /// `None` continues it; `options` are Gymnasium's reset options (e.g. `low`/`high` for the
+    /// classic-control reset draw). Writes the first observation into `obs` (length `raw_dim`).
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError>;
     /// Applies `action` (raw encoding) and writes the next observation into `obs`.
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError>;
     /// The raw internal state (for conformance tests and debugging), if exposed.
@@ -161,8 +167,13 @@ impl Env for Box<dyn Env> {
     fn action_space(&self) -> &Space {
         (**self).action_space()
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        (**self).reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        (**self).reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         (**self).step(action, obs)

@@ -78,7 +78,7 @@ fn step_slot(s: Slot<'_>) -> Result<(), EnvError> {
     *s.info = st.info;
     if st.terminated || st.truncated {
         s.final_obs.copy_from_slice(s.obs);
-        let reset_info = s.env.reset(None, s.obs)?;
+        let reset_info = s.env.reset(None, None, s.obs)?;
         check_obs(s.env.as_ref(), s.obs, "reset")?;
         // Keep the ending step's info; reset info keys would shadow it otherwise.
         for (k, v) in reset_info {
@@ -163,7 +163,7 @@ impl VecEnv {
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], EnvError> {
         let d = self.obs_dim;
         for (i, (env, obs)) in self.envs.iter_mut().zip(self.obs.chunks_mut(d)).enumerate() {
-            self.infos[i] = env.reset(seed.map(|s| s.wrapping_add(i as u64)), obs)?;
+            self.infos[i] = env.reset(seed.map(|s| s.wrapping_add(i as u64)), None, obs)?;
             check_obs(env.as_ref(), obs, "reset")?;
         }
         self.needs_reset = false;

@@ -1,7 +1,7 @@
 //! Gymnasium's standard wrappers.
 
 use crate::env::{
-    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Step, check_action, snap_field,
+    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Kwargs, Step, check_action, snap_field,
 };
 use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
@@ -56,9 +56,14 @@ impl<E: Env> Env for TimeLimit<E> {
         self.elapsed = snap_field(self.inner.id(), s, "elapsed")?;
         self.inner.restore(&s["inner"])
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
         self.elapsed = 0;
-        self.inner.reset(seed, obs)
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let mut s = self.inner.step(action, obs)?;
@@ -100,10 +105,15 @@ impl<E: Env> Env for RecordEpisodeStatistics<E> {
         self.len = snap_field(self.inner.id(), s, "len")?;
         self.inner.restore(&s["inner"])
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
         self.ret = 0.0;
         self.len = 0;
-        self.inner.reset(seed, obs)
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let mut s = self.inner.step(action, obs)?;
@@ -144,8 +154,13 @@ impl<E: Env> ClipAction<E> {
 
 impl<E: Env> Env for ClipAction<E> {
     delegate!(basics, snap);
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        self.inner.reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let (low, high) = self.inner.action_space().bounds().expect("checked in new");
@@ -197,8 +212,13 @@ impl<E: Env> Env for RescaleAction<E> {
     fn action_space(&self) -> &Space {
         &self.space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        self.inner.reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         check_action(self.inner.id(), &self.space, action)?;
@@ -235,8 +255,13 @@ impl<E: Env> TransformReward<E> {
 
 impl<E: Env> Env for TransformReward<E> {
     delegate!(basics, snap);
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        self.inner.reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let mut s = self.inner.step(action, obs)?;
@@ -305,9 +330,14 @@ impl<E: Env> Env for FlattenObservation<E> {
     fn observation_space(&self) -> &Space {
         &self.space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
         let mut raw = std::mem::take(&mut self.raw);
-        let r = self.inner.reset(seed, &mut raw);
+        let r = self.inner.reset(seed, options, &mut raw);
         self.raw = raw;
         self.write(obs);
         r
@@ -353,8 +383,13 @@ impl<E: Env> Env for MaskObservation<E> {
     fn id(&self) -> &str {
         &self.id
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        let r = self.inner.reset(seed, obs)?;
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let r = self.inner.reset(seed, options, obs)?;
         self.indices.iter().for_each(|&i| obs[i] = 0.0);
         Ok(r)
     }
@@ -427,11 +462,16 @@ impl<E: Env> Env for FrameStack<E> {
     fn observation_space(&self) -> &Space {
         &self.space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
         let d = self.frames.len() / self.k;
         self.frames.fill(0.0);
         let off = (self.k - 1) * d;
-        let r = self.inner.reset(seed, &mut self.frames[off..])?;
+        let r = self.inner.reset(seed, options, &mut self.frames[off..])?;
         obs.copy_from_slice(&self.frames);
         Ok(r)
     }
@@ -527,8 +567,13 @@ impl<E: Env> Env for NormalizeObservation<E> {
     fn observation_space(&self) -> &Space {
         &self.space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        let r = self.inner.reset(seed, obs)?;
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let r = self.inner.reset(seed, options, obs)?;
         self.normalize(obs);
         Ok(r)
     }
@@ -617,8 +662,13 @@ impl<E: Env> Env for NormalizeReward<E> {
         set_state,
         render
     );
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        self.inner.reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let mut s = self.inner.step(action, obs)?;

@@ -2,7 +2,9 @@
 //! Acrobot-v1 — ports of Gymnasium 1.x that reproduce its float64/float32 arithmetic
 //! operation by operation (see `../shared/ref/README.md`).
 
-use rl_core::env::{Env, EnvError, Info, Step, check_action, snap_field};
+use rl_core::env::{
+    Env, EnvError, Info, Kwargs, Step, check_action, check_kwargs, kwarg, snap_field,
+};
 use rl_core::{Rng, Space};
 use serde_json::{Value, json};
 use std::f64::consts::PI;
@@ -19,6 +21,28 @@ fn invalid_state(env: &str, want: usize, got: usize) -> EnvError {
         env: env.into(),
         reason: format!("expected {want} values, got {got}"),
     }
+}
+
+/// Gymnasium's `maybe_parse_reset_bounds`: `options` may hold `low`/`high` for the uniform
+/// reset draw; unknown option keys are errors naming them.
+fn reset_bounds(
+    env: &str,
+    options: Option<&Kwargs>,
+    low: f64,
+    high: f64,
+) -> Result<(f64, f64), EnvError> {
+    let Some(o) = options else {
+        return Ok((low, high));
+    };
+    check_kwargs(env, o, &["low", "high"])?;
+    let l: f64 = kwarg(env, o, "low")?.unwrap_or(low);
+    let h: f64 = kwarg(env, o, "high")?.unwrap_or(high);
+    if l > h {
+        return Err(EnvError::Make(format!(
+            "{env}: reset option low ({l}) is greater than high ({h})"
+        )));
+    }
+    Ok((l, h))
 }
 
 fn seed_rng(rng: &mut Rng, seed: Option<u64>) {
@@ -123,10 +147,16 @@ impl Env for CartPole {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let (lo, hi) = reset_bounds("CartPole-v1", options, -0.05, 0.05)?;
         seed_rng(&mut self.rng, seed);
         for s in &mut self.state {
-            *s = self.rng.uniform_range(-0.05, 0.05);
+            *s = self.rng.uniform_range(lo, hi);
         }
         self.steps_beyond_terminated = None;
         self.write_obs(obs);
@@ -216,10 +246,26 @@ impl Env for Pendulum {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        // Gymnasium's Pendulum options: x_init (angle bound, default pi), y_init (velocity, 1).
+        let (x, y) = match options {
+            None => (PI, 1.0),
+            Some(o) => {
+                check_kwargs("Pendulum-v1", o, &["x_init", "y_init"])?;
+                (
+                    kwarg("Pendulum-v1", o, "x_init")?.unwrap_or(PI),
+                    kwarg("Pendulum-v1", o, "y_init")?.unwrap_or(1.0),
+                )
+            }
+        };
         seed_rng(&mut self.rng, seed);
-        self.th = self.rng.uniform_range(-PI, PI);
-        self.thdot = self.rng.uniform_range(-1.0, 1.0);
+        self.th = self.rng.uniform_range(-x, x);
+        self.thdot = self.rng.uniform_range(-y, y);
         self.write_obs(obs);
         Ok(Info::new())
     }
@@ -310,9 +356,15 @@ impl Env for MountainCar {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let (lo, hi) = reset_bounds(self.id(), options, -0.6, -0.4)?;
         seed_rng(&mut self.rng, seed);
-        self.pos = self.rng.uniform_range(-0.6, -0.4);
+        self.pos = self.rng.uniform_range(lo, hi);
         self.vel = 0.0;
         obs[0] = self.pos as f32;
         obs[1] = self.vel as f32;
@@ -406,9 +458,15 @@ impl Env for MountainCarContinuous {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let (lo, hi) = reset_bounds(self.id(), options, -0.6, -0.4)?;
         seed_rng(&mut self.rng, seed);
-        self.pos = self.rng.uniform_range(-0.6, -0.4);
+        self.pos = self.rng.uniform_range(lo, hi);
         self.vel = 0.0;
         self.state_is_f32 = false;
         obs[0] = self.pos as f32;
@@ -580,11 +638,17 @@ impl Env for Acrobot {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        let (lo, hi) = reset_bounds("Acrobot-v1", options, -0.1, 0.1)?;
         seed_rng(&mut self.rng, seed);
         for v in &mut self.s {
             // Gymnasium draws float64 then casts the state to float32.
-            *v = self.rng.uniform_range(-0.1, 0.1) as f32 as f64;
+            *v = self.rng.uniform_range(lo, hi) as f32 as f64;
         }
         self.write_obs(obs);
         Ok(Info::new())

@@ -172,13 +172,13 @@ mod tests {
                 vec![0.0; a.observation_space().raw_dim()],
                 vec![0.0; b.observation_space().raw_dim()],
             );
-            a.reset(Some(11), &mut oa).unwrap();
+            a.reset(Some(11), None, &mut oa).unwrap();
             for _ in 0..37 {
                 let mut act = Vec::new();
                 space.sample(&mut rng, &mut act);
                 let s = a.step(&act, &mut oa).unwrap();
                 if s.terminated || s.truncated {
-                    a.reset(None, &mut oa).unwrap();
+                    a.reset(None, None, &mut oa).unwrap();
                 }
             }
             b.restore(&a.snapshot().unwrap()).unwrap();
@@ -194,8 +194,8 @@ mod tests {
                     "{id} step {t}"
                 );
                 if sa.terminated || sa.truncated {
-                    a.reset(None, &mut oa).unwrap();
-                    b.reset(None, &mut ob).unwrap();
+                    a.reset(None, None, &mut oa).unwrap();
+                    b.reset(None, None, &mut ob).unwrap();
                     assert_eq!(oa, ob, "{id} reset after step {t}");
                 }
             }
@@ -228,7 +228,7 @@ mod tests {
     fn novel_variants_zero_velocities_and_keep_shape() {
         let mut env = make("CartPoleNoVel-v1", &Kwargs::new()).unwrap();
         let mut obs = vec![9.0; 4];
-        env.reset(Some(0), &mut obs).unwrap();
+        env.reset(Some(0), None, &mut obs).unwrap();
         for _ in 0..5 {
             env.step(&[1.0], &mut obs).unwrap();
             assert_eq!((obs[1], obs[3]), (0.0, 0.0));
@@ -240,12 +240,12 @@ mod tests {
     fn taxi_and_cliff_semantics() {
         let mut cliff = toy_text::cliff_walking();
         let mut obs = [0.0f32];
-        cliff.reset(Some(0), &mut obs).unwrap();
+        cliff.reset(Some(0), None, &mut obs).unwrap();
         assert_eq!(obs[0], 36.0);
         let s = cliff.step(&[1.0], &mut obs).unwrap(); // RIGHT into the cliff
         assert_eq!((s.reward, s.terminated, obs[0]), (-100.0, false, 36.0));
         let mut taxi = toy_text::taxi();
-        taxi.reset(Some(3), &mut obs).unwrap();
+        taxi.reset(Some(3), None, &mut obs).unwrap();
         let s0 = obs[0] as usize;
         let (pass, dest) = ((s0 / 4) % 5, s0 % 4);
         assert!(pass < 4 && pass != dest);

@@ -96,7 +96,13 @@ impl Env for TabularEnv {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        _options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        // The toy-text envs take no reset options (Gymnasium ignores them too).
         if let Some(s) = seed {
             self.rng = Rng::seed_from(s);
         }

@@ -58,7 +58,7 @@ fn replay_classic(d: &Value, key: &str) -> usize {
     let mut steps = 0;
     for (ei, ep) in d["episodes"].as_array().unwrap().iter().enumerate() {
         let mut obs = vec![0.0f32; env.observation_space().raw_dim()];
-        env.reset(Some(ep["seed"].as_u64().unwrap()), &mut obs)
+        env.reset(Some(ep["seed"].as_u64().unwrap()), None, &mut obs)
             .unwrap();
         env.set_state(&nums(&ep["initial_state"])).unwrap();
         let actions = ep["actions"].as_array().unwrap();

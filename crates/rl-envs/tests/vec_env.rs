@@ -43,7 +43,7 @@ fn autoreset_keeps_true_final_observation() {
     let mut twin = rl_envs::make("CartPole-v1", &Kwargs::new()).unwrap();
     let mut obs = vec![0.0; 4];
     v.reset(Some(3)).unwrap();
-    twin.reset(Some(3), &mut obs).unwrap();
+    twin.reset(Some(3), None, &mut obs).unwrap();
     assert_eq!(v.obs(), &obs[..]);
     let mut rng = Rng::seed_from(9);
     let (mut terminations, mut truncations) = (0, 0);
@@ -66,7 +66,7 @@ fn autoreset_keeps_true_final_observation() {
             assert_eq!(v.final_obs(0), &obs[..], "final observation kept");
             terminations += s.terminated as usize;
             truncations += s.truncated as usize;
-            twin.reset(None, &mut obs).unwrap();
+            twin.reset(None, None, &mut obs).unwrap();
             assert_eq!(v.obs(), &obs[..], "observation after auto-reset");
             let ep = v.drain_episodes();
             assert_eq!(ep.len(), 1);

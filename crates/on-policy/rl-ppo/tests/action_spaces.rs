@@ -4,7 +4,9 @@
 use rl_core::algorithm::Algorithm;
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
-use rl_core::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Step, check_action};
+use rl_core::env::{
+    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Kwargs, Step, check_action,
+};
 use rl_core::{Rng, Space};
 use rl_ppo::Ppo;
 
@@ -51,7 +53,12 @@ impl Env for Match {
     fn action_space(&self) -> &Space {
         &self.act_space
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
         if let Some(s) = seed {
             self.rng = Rng::seed_from(s);
         }

@@ -5,7 +5,7 @@ use rl_core::Space;
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
-use rl_core::env::{Env, EnvError, Info, Step};
+use rl_core::env::{Env, EnvError, Info, Kwargs, Step};
 use rl_ppo::{Ppo, PpoConfig};
 
 fn run(extra_kwargs: &str) -> RunConfig {
@@ -104,8 +104,13 @@ impl Env for NanEnv {
     fn action_space(&self) -> &Space {
         self.inner.action_space()
     }
-    fn reset(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<Info, EnvError> {
-        self.inner.reset(seed, obs)
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        self.inner.reset(seed, options, obs)
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         let s = self.inner.step(action, obs)?;
