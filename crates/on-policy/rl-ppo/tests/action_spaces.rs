@@ -56,7 +56,7 @@ impl Env for Match {
     fn reset(
         &mut self,
         seed: Option<u64>,
-        options: Option<&Kwargs>,
+        _options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
         if let Some(s) = seed {
