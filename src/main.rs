@@ -181,17 +181,23 @@ fn real_main() -> Result<ExitCode, RlError> {
             train_and_report(algo.as_mut(), &run, out, quiet)?;
         }
         Cmd::Envs => {
+            use std::io::Write;
             let reg = rl::envs::registry();
+            let mut out = std::io::stdout().lock();
             for id in reg.ids() {
                 let env = reg.make(id, &Default::default())?;
                 let limit = reg
                     .max_episode_steps(id)
                     .map_or("none".to_string(), |m| m.to_string());
-                println!(
+                let line = format!(
                     "{id:32} obs {:28} act {:24} time limit {limit}",
                     env.observation_space().describe(),
                     env.action_space().describe()
                 );
+                // A closed pipe (`rl envs | head`) ends the listing quietly.
+                if writeln!(out, "{line}").is_err() {
+                    break;
+                }
             }
         }
         Cmd::CheckEnv { id, steps } => {
