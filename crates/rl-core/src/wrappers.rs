@@ -24,6 +24,22 @@ macro_rules! delegate {
         fn snapshot(&self) -> Result<serde_json::Value, EnvError> { self.inner.snapshot() }
         fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> { self.inner.restore(s) }
     };
+    // `set_training`, `snapshot`, `restore` of a normalizer with `training` and its statistics.
+    (@one normalizer) => {
+        fn set_training(&mut self, training: bool) {
+            self.training = training;
+            self.inner.set_training(training);
+        }
+        fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+            Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
+        }
+        fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
+            let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
+            self.load_stats(&stats)?;
+            self.training = snap_field(self.inner.id(), s, "training")?;
+            self.inner.restore(&s["inner"])
+        }
+    };
     // Everything but reset/step: for wrappers that change neither spaces nor statistics.
     (@one basics) => { delegate!(id, observation_space, action_space, state, set_state, render, stats); };
     ($($m:ident),*) => { $(delegate!(@one $m);)* };
@@ -613,21 +629,7 @@ impl<E: Env> Env for NormalizeObservation<E> {
         self.rms = rms;
         self.inner.load_stats(stats)
     }
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-        self.inner.set_training(training);
-    }
-    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(
-            json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}),
-        )
-    }
-    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-        let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
-        self.load_stats(&stats)?;
-        self.training = snap_field(self.inner.id(), s, "training")?;
-        self.inner.restore(&s["inner"])
-    }
+    delegate!(normalizer);
 }
 
 /// Scales rewards by the running standard deviation of the discounted return (Gymnasium's
@@ -704,19 +706,5 @@ impl<E: Env> Env for NormalizeReward<E> {
             .unwrap_or(0.0);
         self.inner.load_stats(stats)
     }
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-        self.inner.set_training(training);
-    }
-    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(
-            json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}),
-        )
-    }
-    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-        let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
-        self.load_stats(&stats)?;
-        self.training = snap_field(self.inner.id(), s, "training")?;
-        self.inner.restore(&s["inner"])
-    }
+    delegate!(normalizer);
 }
