@@ -107,15 +107,17 @@ fn policy(c: &mut Criterion) {
     let batch = 256;
     let x: Vec<f32> = (0..batch * 4).map(|_| rng.normal() as f32).collect();
     let acts: Vec<f32> = (0..batch).map(|_| rng.below(2) as f32).collect();
+    // A PPO-shaped loss: log-prob, value regression and entropy terms.
+    let loss_of = |p: &ActorCritic| {
+        let (v, lp, ent) = p.evaluate_actions(
+            tensor2(x.clone(), batch, 4, &device),
+            tensor2(acts.clone(), batch, 1, &device),
+        );
+        lp.mean().neg() + v.square().mean().mul_scalar(0.5) - ent.unwrap().mean().mul_scalar(0.01)
+    };
     c.bench_function("ppo_minibatch_forward_backward_256", |b| {
         b.iter(|| {
-            let (v, lp, ent) = p.evaluate_actions(
-                tensor2(x.clone(), batch, 4, &device),
-                tensor2(acts.clone(), batch, 1, &device),
-            );
-            let loss = lp.mean().neg() + v.square().mean().mul_scalar(0.5)
-                - ent.unwrap().mean().mul_scalar(0.01);
-            black_box(loss.backward());
+            black_box(loss_of(&p).backward());
         })
     });
     c.bench_function("policy_forward_backward_no_loss_256", |b| {
@@ -127,13 +129,8 @@ fn policy(c: &mut Criterion) {
     let mut opt = FlatOptimizer::new(OptimizerKind::adam(1e-5), Some(0.5));
     c.bench_function("ppo_minibatch_update_256", |b| {
         b.iter(|| {
-            let (v, lp, ent) = p.evaluate_actions(
-                tensor2(x.clone(), batch, 4, &device),
-                tensor2(acts.clone(), batch, 1, &device),
-            );
-            let loss = lp.mean().neg() + v.square().mean().mul_scalar(0.5)
-                - ent.unwrap().mean().mul_scalar(0.01);
-            p = opt.step(1e-4, p.clone(), loss.backward(), &device).0;
+            let grads = loss_of(&p).backward();
+            p = opt.step(1e-4, p.clone(), grads, &device).0;
         })
     });
 }

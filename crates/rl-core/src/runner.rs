@@ -1,7 +1,7 @@
 //! The training loop around an [`Algorithm`]: logging, progress bar, periodic evaluation and
 //! checkpoints, stop conditions, the learning-curve PNG and the end-of-run summary.
 
-use crate::algorithm::{Algorithm, EvalResult, RlError};
+use crate::algorithm::{Algorithm, EvalResult, RlError, StopConditions};
 use crate::config::RunConfig;
 use crate::env::Env;
 use crate::logger::{Logger, Metrics};
@@ -89,13 +89,17 @@ pub fn run_training(
     };
     let mut last_eval: Option<EvalResult> = None;
     loop {
-        let ts = algo.num_timesteps();
-        let stop_by_threshold =
-            matches!((run.return_threshold, &last_eval), (Some(t), Some(r)) if r.mean_return >= t);
-        let stop_by_time = run
-            .max_wall_seconds
-            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
-        if ts >= algo.total_timesteps() || stop_by_threshold || stop_by_time {
+        // total_timesteps is re-read every iteration: `resume` may have raised it.
+        let stop = StopConditions {
+            total_timesteps: algo.total_timesteps(),
+            return_threshold: run.return_threshold,
+            wall_time: run.max_wall_seconds.map(std::time::Duration::from_secs_f64),
+        };
+        if stop.reached(
+            algo.num_timesteps(),
+            started,
+            last_eval.as_ref().map(|r| r.mean_return),
+        ) {
             break;
         }
         let m = algo.train()?;
