@@ -1,7 +1,7 @@
 //! rl-core: the shared machinery of the `rl` workspace.
 //!
 //! Spaces and Gymnasium-style environments with wrappers and vector envs; rollout and replay
-//! buffers; action distributions; networks with SB3's initialization; flat optimizers with
+//! buffers (uniform, prioritized, n-step); action distributions; networks with SB3's initialization; flat optimizers with
 //! global-norm clipping; schedules; the `Learner`/`Algorithm` traits; checkpoints; logging.
 #![warn(missing_docs)]
 
@@ -21,6 +21,7 @@ pub mod nn;
 pub mod optim;
 pub mod params;
 pub mod plot;
+pub mod replay;
 pub mod rng;
 pub mod runner;
 pub mod schedule;

@@ -267,3 +267,56 @@ fn huber_and_smooth_l1_match_torch() {
         "huber delta 1 mean",
     );
 }
+
+/// SB3's `NStepReplayBuffer`: a full buffer of 16 rows × 4 envs, every transition sampled.
+#[test]
+fn n_step_returns_match_sb3() {
+    use rl_core::replay::{NStep, Replay, ReplayConfig};
+    let r = ref_file("RL_RETURNS_REFERENCE", "returns_ref.json");
+    let ns = &r["nstep"];
+    let gamma = num(&ns["gamma"]) as f32;
+    let (t, ne) = (
+        ns["n_steps_buffer"].as_u64().unwrap() as usize,
+        ns["n_envs"].as_u64().unwrap() as usize,
+    );
+    let rewards = flat(&ns["inputs"]["rewards"]);
+    let term = flat(&ns["inputs"]["terminated"]);
+    let trunc = flat(&ns["inputs"]["truncated"]);
+    assert_eq!(rewards.len(), t * ne);
+    let results = ns["results"].as_array().unwrap();
+    assert!(results.len() >= 3, "expected n in {{1, 3, 5}}");
+    for res in results {
+        let n = res["n"].as_u64().unwrap() as usize;
+        let mut b = Replay::new(ReplayConfig {
+            capacity: t * ne,
+            n_envs: ne,
+            obs_dim: 1,
+            act_dim: 1,
+            n_step: NStep::Fixed(n),
+            prioritized: None,
+        });
+        for row in 0..t {
+            let s = row * ne..(row + 1) * ne;
+            // next_obs carries the row index, so the bootstrap row can be read back.
+            b.add(
+                &vec![0.0; ne],
+                &vec![0.0; ne],
+                &rewards[s.clone()],
+                &vec![row as f32; ne],
+                &term[s.clone()].iter().map(|&x| x != 0.0).collect::<Vec<_>>(),
+                &trunc[s].iter().map(|&x| x != 0.0).collect::<Vec<_>>(),
+            );
+        }
+        assert_eq!(b.len(), t * ne);
+        let mut rng = rl_core::Rng::seed_from(0);
+        let s = b.gather((0..t * ne).collect(), vec![1.0; t * ne], gamma, &mut rng);
+        close(&s.rewards, &flat(&res["nstep_return"]), &format!("n={n} nstep_return"));
+        close(
+            &s.discounts,
+            &flat(&res["bootstrap_discount"]),
+            &format!("n={n} bootstrap_discount"),
+        );
+        assert_eq!(s.terminated, flat(&res["final_done"]), "n={n} final_done");
+        assert_eq!(s.next_obs, flat(&res["last_index"]), "n={n} last_index");
+    }
+}
