@@ -5,7 +5,9 @@
 #![warn(missing_docs)]
 
 pub use rl_core as core;
+pub use rl_dqn as dqn;
 pub use rl_envs as envs;
+pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppo as ppo;
 
@@ -17,7 +19,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo"];
+pub const ALGORITHMS: &[&str] = &["ppo", "dqn"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -40,6 +42,7 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
+        "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -52,6 +55,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
     let ck = read_checkpoint(dir)?;
     match ck.algorithm.as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "dqn" => Ok(Box::new(rl_dqn::Dqn::load(
             dir,
             &make_training_env,
             device,

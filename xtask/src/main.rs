@@ -80,6 +80,12 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "pendulum",
         },
+        Case {
+            name: "DQN CartPole-v1 50k (zoo)",
+            config: "examples/configs/dqn_cartpole.yaml",
+            seeds: if quick { vec![0] } else { vec![0, 1] },
+            sb3: "dqn_cartpole",
+        },
     ]
 }
 
@@ -87,7 +93,7 @@ const SB3_SCRIPT: &str = r#"
 import sys, time, json
 import torch
 torch.set_num_threads(1)
-from stable_baselines3 import PPO
+from stable_baselines3 import DQN, PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 case, seed = sys.argv[1], int(sys.argv[2])
@@ -96,6 +102,13 @@ if case == "cartpole":
     model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98, gae_lambda=0.8,
                 learning_rate=lambda p: 1e-3 * p, clip_range=lambda p: 0.2 * p, ent_coef=0.0, seed=seed, device="cpu")
     steps = 100_000
+elif case == "dqn_cartpole":
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=seed)
+    model = DQN("MlpPolicy", env, learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000,
+                gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
+                exploration_fraction=0.16, exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]),
+                seed=seed, device="cpu")
+    steps = 50_000
 else:
     env = make_vec_env("Pendulum-v1", n_envs=4, seed=seed)
     model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=10, gamma=0.9, gae_lambda=0.95,
@@ -105,7 +118,7 @@ t = time.time()
 model.learn(steps)
 secs = time.time() - t
 import gymnasium as gym
-mean, std = evaluate_policy(model, gym.make("CartPole-v1" if case == "cartpole" else "Pendulum-v1"), n_eval_episodes=10, deterministic=True)
+mean, std = evaluate_policy(model, gym.make("Pendulum-v1" if case == "pendulum" else "CartPole-v1"), n_eval_episodes=10, deterministic=True)
 print(json.dumps({"train_seconds": secs, "eval_mean_return": mean}))
 "#;
 
@@ -120,7 +133,7 @@ fn sb3_python() -> Result<PathBuf, String> {
     Ok(py)
 }
 
-fn bench(quick: bool, peer: bool) -> Result<(), String> {
+fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
     let r = root();
     sh(Command::new("cargo")
         .args(["build", "--release", "--quiet", "--bin", "rl"])
@@ -140,7 +153,10 @@ fn bench(quick: bool, peer: bool) -> Result<(), String> {
         "\n|---|---|---|---|---|---|---|\n"
     };
     let py = if peer { Some(sb3_python()?) } else { None };
-    for c in cases(quick) {
+    for c in cases(quick)
+        .into_iter()
+        .filter(|c| only.is_none_or(|o| c.name.contains(o)))
+    {
         for &seed in &c.seeds {
             let dir = out_root.join(format!("{}-seed{seed}", c.sb3));
             let _ = std::fs::remove_dir_all(&dir);
@@ -266,7 +282,8 @@ fn learn() -> Result<(), String> {
             None
         };
         let body = t.trim_end_matches("FAILED").trim_end_matches("ok").trim();
-        if body.starts_with("PPO ") {
+        // Learning tests print one summary line per run: "<ALGO> <env> seed <s>: …".
+        if body.contains(" seed ") {
             out.push(body.to_string());
         }
         if let Some(st) = status {
@@ -297,9 +314,12 @@ fn main() -> ExitCode {
         Some("bench") => bench(
             args.iter().any(|a| a == "--quick"),
             args.windows(2).any(|w| w[0] == "--peer" && w[1] == "sb3"),
+            args.windows(2)
+                .find(|w| w[0] == "--only")
+                .map(|w| w[1].as_str()),
         ),
         Some("learn") => learn(),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] | cargo xtask learn".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

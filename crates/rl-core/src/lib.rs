@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod algorithm;
+pub mod batch;
 pub mod buffers;
 pub mod checker;
 pub mod checkpoint;

@@ -600,7 +600,10 @@ mod tests {
         let mut rng = Rng::seed_from(1);
         let g = 0.5f32;
         let s = b.gather(vec![0, 1, 2, 3, 4], vec![1.0; 5], g, &mut rng);
-        assert_eq!(s.rewards, vec![1.0 + 1.0 + 1.0, 2.0 + 2.0, 4.0, 8.0 + 8.0, 16.0]);
+        assert_eq!(
+            s.rewards,
+            vec![1.0 + 1.0 + 1.0, 2.0 + 2.0, 4.0, 8.0 + 8.0, 16.0]
+        );
         assert_eq!(s.discounts, vec![0.125, 0.25, 0.5, 0.25, 0.5]);
         assert_eq!(s.terminated, vec![1.0, 1.0, 1.0, 0.0, 0.0]);
         // next_obs of the last transition used
@@ -686,9 +689,15 @@ mod tests {
         let s = b.sample(256, 0.99, beta, &mut rng);
         for (&i, &got) in s.indices.iter().zip(&s.weights) {
             let want = w[i] / wmax;
-            assert!((got as f64 - want).abs() < 1e-6, "index {i}: {got} vs {want}");
+            assert!(
+                (got as f64 - want).abs() < 1e-6,
+                "index {i}: {got} vs {want}"
+            );
         }
-        assert!(s.weights.iter().any(|&x| x == 1.0), "the rarest sample has weight 1");
+        assert!(
+            s.weights.iter().any(|&x| x == 1.0),
+            "the rarest sample has weight 1"
+        );
         assert!(b.max_priority >= 4.0);
     }
 
@@ -726,15 +735,29 @@ mod tests {
         let (map, meta) = b.save();
         let bytes = map.to_bytes();
         let mut c = buf(6, 2, NStep::Fixed(2), Some(per));
-        c.load(TensorMap::from_bytes(&bytes, "replay.safetensors").unwrap(), &meta, "replay.safetensors")
-            .unwrap();
+        c.load(
+            TensorMap::from_bytes(&bytes, "replay.safetensors").unwrap(),
+            &meta,
+            "replay.safetensors",
+        )
+        .unwrap();
         let (mut r1, mut r2) = (Rng::seed_from(5), Rng::seed_from(5));
-        assert_eq!(b.sample(32, 0.9, 0.5, &mut r1), c.sample(32, 0.9, 0.5, &mut r2));
+        assert_eq!(
+            b.sample(32, 0.9, 0.5, &mut r1),
+            c.sample(32, 0.9, 0.5, &mut r2)
+        );
         let mut wrong = buf(8, 2, NStep::Fixed(2), Some(per));
         let err = wrong
-            .load(TensorMap::from_bytes(&bytes, "replay.safetensors").unwrap(), &meta, "replay.safetensors")
+            .load(
+                TensorMap::from_bytes(&bytes, "replay.safetensors").unwrap(),
+                &meta,
+                "replay.safetensors",
+            )
             .unwrap_err()
             .to_string();
-        assert!(err.contains("replay.safetensors") && err.contains("rows"), "{err}");
+        assert!(
+            err.contains("replay.safetensors") && err.contains("rows"),
+            "{err}"
+        );
     }
 }

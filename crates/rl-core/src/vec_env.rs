@@ -159,6 +159,29 @@ impl VecEnv {
         &mut self.envs
     }
 
+    /// Full state of every env, for checkpoints ([`Env::snapshot`]).
+    pub fn snapshots(&self) -> Result<Vec<serde_json::Value>, EnvError> {
+        self.envs.iter().map(|e| e.snapshot()).collect()
+    }
+
+    /// Restores what [`snapshots`](Self::snapshots) returned; the count must match.
+    pub fn restore_snapshots(&mut self, snaps: &[serde_json::Value]) -> Result<(), EnvError> {
+        if snaps.len() != self.envs.len() {
+            return Err(EnvError::InvalidState {
+                env: self.envs[0].id().to_string(),
+                reason: format!(
+                    "checkpoint holds {} envs, the run has {}",
+                    snaps.len(),
+                    self.envs.len()
+                ),
+            });
+        }
+        for (e, s) in self.envs.iter_mut().zip(snaps) {
+            e.restore(s)?;
+        }
+        Ok(())
+    }
+
     /// Resets every env; env `i` gets `seed + i` when a seed is given.
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], EnvError> {
         let d = self.obs_dim;

@@ -303,14 +303,21 @@ fn n_step_returns_match_sb3() {
                 &vec![0.0; ne],
                 &rewards[s.clone()],
                 &vec![row as f32; ne],
-                &term[s.clone()].iter().map(|&x| x != 0.0).collect::<Vec<_>>(),
+                &term[s.clone()]
+                    .iter()
+                    .map(|&x| x != 0.0)
+                    .collect::<Vec<_>>(),
                 &trunc[s].iter().map(|&x| x != 0.0).collect::<Vec<_>>(),
             );
         }
         assert_eq!(b.len(), t * ne);
         let mut rng = rl_core::Rng::seed_from(0);
         let s = b.gather((0..t * ne).collect(), vec![1.0; t * ne], gamma, &mut rng);
-        close(&s.rewards, &flat(&res["nstep_return"]), &format!("n={n} nstep_return"));
+        close(
+            &s.rewards,
+            &flat(&res["nstep_return"]),
+            &format!("n={n} nstep_return"),
+        );
         close(
             &s.discounts,
             &flat(&res["bootstrap_discount"]),

@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod classic;
+pub mod testing;
 pub mod toy_text;
 
 use rl_core::env::{Env, EnvError, Kwargs, Registry, check_kwargs};

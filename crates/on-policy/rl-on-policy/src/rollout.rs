@@ -3,35 +3,13 @@
 //! observation, and computes GAE.
 
 use crate::policy::ActorCritic;
+use rl_core::Rng;
+pub use rl_core::batch::{flatten_batch, host, tensor2};
 use rl_core::buffers::RolloutBuffer;
-use rl_core::burn::tensor::{Device, Tensor, TensorData};
+use rl_core::burn::tensor::Device;
 use rl_core::env::EnvError;
 use rl_core::vec_env::{EpisodeStats, VecEnv};
-use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
-
-/// Flattens a batch of raw observations `[n × raw_dim]` into network inputs `[n × flat_dim]`.
-pub fn flatten_batch(space: &Space, raw: &[f32], out: &mut Vec<f32>) {
-    out.clear();
-    if space.flat_is_raw() {
-        out.extend_from_slice(raw);
-        return;
-    }
-    let d = space.raw_dim();
-    for row in raw.chunks(d) {
-        space.flatten(row, out);
-    }
-}
-
-/// A host array as a `[rows, cols]` tensor on `device`.
-pub fn tensor2(data: Vec<f32>, rows: usize, cols: usize, device: &Device) -> Tensor<2> {
-    Tensor::from_data(TensorData::new(data, [rows, cols]), device)
-}
-
-/// A tensor read back to the host.
-pub fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data().try_into_vec::<f32>().expect("f32 tensor")
-}
 
 /// State of the collector that must survive a checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,12 +65,7 @@ impl RolloutCollector {
         Ok(CollectorState {
             last_obs: self.last_obs.clone(),
             last_episode_starts: self.last_episode_starts.clone(),
-            envs: self
-                .env
-                .envs()
-                .iter()
-                .map(|e| e.snapshot())
-                .collect::<Result<_, _>>()?,
+            envs: self.env.snapshots()?,
         })
     }
 
@@ -108,9 +81,7 @@ impl RolloutCollector {
                 reason: format!("checkpoint holds {} envs, the run has {n}", s.envs.len()),
             });
         }
-        for (e, snap) in self.env.envs_mut().iter_mut().zip(&s.envs) {
-            e.restore(snap)?;
-        }
+        self.env.restore_snapshots(&s.envs)?;
         self.last_obs.clone_from(&s.last_obs);
         self.last_episode_starts.clone_from(&s.last_episode_starts);
         Ok(())

@@ -440,18 +440,7 @@ impl Algorithm for Ppo {
         let mut m = self.learner.update(&mut self.collector.buffer)?;
         self.iterations += 1;
         let secs = t0.elapsed().as_secs_f64();
-        if !info.episodes.is_empty() {
-            let n = info.episodes.len() as f64;
-            m.insert(
-                "charts/episodic_return".into(),
-                info.episodes.iter().map(|e| e.ret).sum::<f64>() / n,
-            );
-            m.insert(
-                "charts/episodic_length".into(),
-                info.episodes.iter().map(|e| e.len as f64).sum::<f64>() / n,
-            );
-            m.insert("charts/episodes".into(), n);
-        }
+        rl_core::batch::episode_metrics(&info.episodes, &mut m);
         m.insert("charts/SPS".into(), steps as f64 / secs.max(1e-9));
         m.insert("time/rollout_seconds".into(), t_rollout);
         m.insert("time/update_seconds".into(), secs - t_rollout);

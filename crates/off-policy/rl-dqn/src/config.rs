@@ -1,0 +1,258 @@
+//! DQN hyperparameters: SB3's names and defaults, the seed's (RLlib's) Rainbow options, RLlib
+//! names accepted as aliases.
+
+use rl_core::nn::Activation;
+use rl_core::replay::NStep;
+use rl_core::schedule::Schedule;
+use rl_off_policy::{ReplayOptions, TargetUpdate, TrainFrequency};
+use serde::{Deserialize, Serialize};
+
+/// TD loss on the (non-distributional) Q-values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TdLoss {
+    /// Huber with δ = 1 (SB3's `smooth_l1_loss`, RLlib's `huber`).
+    #[default]
+    Huber,
+    /// ½·δ² (RLlib's `mse`).
+    Mse,
+}
+
+/// Network shape (SB3's `policy_kwargs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QPolicyKwargs {
+    /// Hidden layers of the shared trunk.
+    #[serde(alias = "fcnet_hiddens")]
+    pub net_arch: Vec<usize>,
+    /// Activation of hidden layers.
+    #[serde(alias = "fcnet_activation")]
+    pub activation_fn: Activation,
+}
+
+impl Default for QPolicyKwargs {
+    fn default() -> Self {
+        Self {
+            net_arch: vec![64, 64],
+            activation_fn: Activation::Relu,
+        }
+    }
+}
+
+/// DQN hyperparameters (`algo_kwargs` of a run config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DqnConfig {
+    /// Adam step size: a number, `lin_<v>` or `[[t, v], …]`.
+    #[serde(alias = "lr", alias = "lr_schedule")]
+    pub learning_rate: Schedule,
+    /// Replay capacity (transitions).
+    #[serde(alias = "replay_buffer_capacity")]
+    pub buffer_size: usize,
+    /// Env steps of random actions before learning starts.
+    #[serde(alias = "num_steps_sampled_before_learning_starts")]
+    pub learning_starts: u64,
+    /// Transitions per gradient step.
+    #[serde(alias = "train_batch_size")]
+    pub batch_size: usize,
+    /// Target update coefficient (1: hard copy).
+    pub tau: f64,
+    /// Discount.
+    pub gamma: f64,
+    /// Vector-env steps between updates.
+    pub train_freq: usize,
+    /// Gradient steps per update (−1: one per env step collected).
+    pub gradient_steps: i64,
+    /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
+    pub training_intensity: Option<f64>,
+    /// Env steps between target-network updates.
+    #[serde(alias = "target_network_update_freq")]
+    pub target_update_interval: u64,
+    /// Fraction of training over which ε falls from initial to final.
+    pub exploration_fraction: f64,
+    /// ε at the start.
+    pub exploration_initial_eps: f64,
+    /// ε after `exploration_fraction`.
+    pub exploration_final_eps: f64,
+    /// RLlib's ε schedule `[[t, v], …]` (or a number); overrides the three above.
+    pub epsilon: Option<Schedule>,
+    /// Global-norm gradient clipping (null: none).
+    #[serde(alias = "grad_clip")]
+    pub max_grad_norm: Option<f64>,
+    /// Adam ε.
+    #[serde(alias = "adam_epsilon")]
+    pub adam_eps: f64,
+    /// Double Q-learning: the online net picks the next action, the target net values it.
+    pub double_q: bool,
+    /// Dueling heads: value and advantage branches.
+    pub dueling: bool,
+    /// Hidden layers of each head branch (after the trunk).
+    pub hiddens: Vec<usize>,
+    /// n-step returns: `n` or a range `[lo, hi]` drawn per sample.
+    pub n_step: NStep,
+    /// Proportional prioritized replay.
+    pub prioritized_replay: bool,
+    /// PER α.
+    pub prioritized_replay_alpha: f64,
+    /// PER β at the start (annealed to 1 by the end of training).
+    pub prioritized_replay_beta: f64,
+    /// PER ε added to |TD error|.
+    pub prioritized_replay_eps: f64,
+    /// Atoms of the return distribution (1: plain Q-values; > 1: C51).
+    pub num_atoms: usize,
+    /// Lowest atom.
+    pub v_min: f64,
+    /// Highest atom.
+    pub v_max: f64,
+    /// Factorised-Gaussian noisy layers in the heads.
+    pub noisy: bool,
+    /// Initial noise scale σ₀ of noisy layers.
+    pub sigma0: f64,
+    /// TD loss (non-distributional).
+    pub td_error_loss_fn: TdLoss,
+    /// Save the replay buffer with checkpoints.
+    pub store_buffer_in_checkpoints: bool,
+    /// Network shape.
+    pub policy_kwargs: QPolicyKwargs,
+}
+
+impl Default for DqnConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: Schedule::Constant(1e-4),
+            buffer_size: 1_000_000,
+            learning_starts: 100,
+            batch_size: 32,
+            tau: 1.0,
+            gamma: 0.99,
+            train_freq: 4,
+            gradient_steps: 1,
+            training_intensity: None,
+            target_update_interval: 10_000,
+            exploration_fraction: 0.1,
+            exploration_initial_eps: 1.0,
+            exploration_final_eps: 0.05,
+            epsilon: None,
+            max_grad_norm: Some(10.0),
+            adam_eps: 1e-8,
+            double_q: false,
+            dueling: false,
+            hiddens: Vec::new(),
+            n_step: NStep::Fixed(1),
+            prioritized_replay: false,
+            prioritized_replay_alpha: 0.6,
+            prioritized_replay_beta: 0.4,
+            prioritized_replay_eps: 1e-6,
+            num_atoms: 1,
+            v_min: -10.0,
+            v_max: 10.0,
+            noisy: false,
+            sigma0: 0.5,
+            td_error_loss_fn: TdLoss::Huber,
+            store_buffer_in_checkpoints: false,
+            policy_kwargs: QPolicyKwargs::default(),
+        }
+    }
+}
+
+impl DqnConfig {
+    /// Parses `algo_kwargs` strictly and checks value ranges.
+    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let c: Self =
+            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        self.train_frequency().validate()?;
+        self.replay_options().validate()?;
+        if self.learning_rate.initial() <= 0.0 {
+            return err("learning_rate", "must be positive");
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return err("gamma", "must be in [0, 1]");
+        }
+        if !(self.tau > 0.0 && self.tau <= 1.0) {
+            return err("tau", "must be in (0, 1]");
+        }
+        if self.target_update_interval == 0 {
+            return err("target_update_interval", "must be at least 1");
+        }
+        for (f, v) in [
+            ("exploration_initial_eps", self.exploration_initial_eps),
+            ("exploration_final_eps", self.exploration_final_eps),
+            ("exploration_fraction", self.exploration_fraction),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return err(f, "must be in [0, 1]");
+            }
+        }
+        if self.max_grad_norm.is_some_and(|g| g <= 0.0) {
+            return err(
+                "max_grad_norm",
+                "must be positive (or null for no clipping)",
+            );
+        }
+        if self.num_atoms == 0 {
+            return err("num_atoms", "must be at least 1");
+        }
+        if self.num_atoms > 1 && !(self.v_min < self.v_max) {
+            return err("v_min", "must be below v_max");
+        }
+        if self.noisy && !(self.sigma0 > 0.0) {
+            return err("sigma0", "must be positive");
+        }
+        if self.hiddens.contains(&0) || self.policy_kwargs.net_arch.contains(&0) {
+            return err("hiddens", "layer widths must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The loop settings.
+    pub fn train_frequency(&self) -> TrainFrequency {
+        TrainFrequency {
+            learning_starts: self.learning_starts,
+            train_freq: self.train_freq,
+            gradient_steps: self.gradient_steps,
+            training_intensity: self.training_intensity,
+            batch_size: self.batch_size,
+        }
+    }
+
+    /// The replay settings.
+    pub fn replay_options(&self) -> ReplayOptions {
+        ReplayOptions {
+            buffer_size: self.buffer_size,
+            n_step: self.n_step,
+            prioritized: self.prioritized_replay,
+            alpha: self.prioritized_replay_alpha,
+            beta: self.prioritized_replay_beta,
+            eps: self.prioritized_replay_eps,
+        }
+    }
+
+    /// The target-network updates.
+    pub fn target_update(&self) -> TargetUpdate {
+        TargetUpdate {
+            interval: self.target_update_interval,
+            tau: self.tau,
+        }
+    }
+
+    /// ε after `t` of `total` env steps.
+    pub fn epsilon_at(&self, t: u64, total: u64) -> f64 {
+        match &self.epsilon {
+            Some(s) => s.value(t, total),
+            None => rl_off_policy::linear_epsilon(
+                self.exploration_initial_eps,
+                self.exploration_final_eps,
+                self.exploration_fraction,
+                t,
+                total,
+            ),
+        }
+    }
+}

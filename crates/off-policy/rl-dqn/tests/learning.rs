@@ -1,0 +1,69 @@
+//! Learning tests (release mode). CI runs the seed-0 tests; the others are `#[ignore]`d and
+//! run by `cargo xtask learn`.
+
+use rl_core::burn::tensor::Device;
+use rl_dqn::Dqn;
+use rl_envs::testing;
+
+// As the CLI: tensor buffers are reused instead of page-faulted in.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn at(name: &str, seed: u64, threshold: f64, label: &str) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &[format!("seed={seed}")]);
+    let mut dqn = Dqn::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    let (r, steps) = testing::return_at(&mut dqn, &run);
+    println!("{label} seed {seed}: mean deterministic eval return {r} at {steps} steps");
+    assert!(
+        r >= threshold,
+        "seed {seed}: {r} < {threshold} at {steps} steps"
+    );
+}
+
+/// Evaluations every `every` env steps (rounded up to whole `train_freq` iterations, so
+/// gaps stay ≤ budget/20).
+fn within(name: &str, seed: u64, every: u64, threshold: f64, label: &str) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &[format!("seed={seed}")]);
+    let mut dqn = Dqn::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    let (hit, evals) = testing::first_reaching(&mut dqn, &run, every, threshold);
+    println!(
+        "{label} seed {seed}: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
+        run.total_timesteps
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: never reached {threshold} within {}: {evals:?}",
+        run.total_timesteps
+    );
+}
+
+#[test]
+fn dqn_cartpole_seed0_within_50k() {
+    within("dqn_cartpole.yaml", 0, 2_000, 475.0, "DQN CartPole-v1");
+}
+
+#[test]
+fn dqn_cartpole_seed1_within_50k() {
+    within("dqn_cartpole.yaml", 1, 2_000, 475.0, "DQN CartPole-v1");
+}
+
+#[test]
+fn rainbow_cartpole_seed0_at_100k() {
+    at(
+        "dqn_rainbow_cartpole.yaml",
+        0,
+        450.0,
+        "Rainbow DQN CartPole-v1",
+    );
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn rainbow_cartpole_seed1_at_100k() {
+    at(
+        "dqn_rainbow_cartpole.yaml",
+        1,
+        450.0,
+        "Rainbow DQN CartPole-v1",
+    );
+}

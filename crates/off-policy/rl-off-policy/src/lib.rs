@@ -1,0 +1,421 @@
+//! rl-off-policy: what DQN, SAC and the other replay-based learners share. The sample →
+//! store → learn loop ([`Collector`], [`TrainFrequency`]), target networks ([`polyak`],
+//! [`TargetUpdate`]), exploration ([`linear_epsilon`]), replay options and checkpointing of
+//! the buffer ([`ReplayOptions`], [`save_replay`], [`restore_replay`]).
+#![warn(missing_docs)]
+
+use rl_core::batch::flatten_batch;
+use rl_core::burn::module::Module;
+use rl_core::checkpoint::Checkpoint;
+use rl_core::env::EnvError;
+use rl_core::params::{TensorMap, flat_params, set_flat};
+use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta};
+use rl_core::vec_env::{EpisodeStats, VecEnv};
+use rl_core::{RlError, Space};
+use serde::{Deserialize, Serialize};
+
+/// State of a [`Collector`] that must survive a checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectorState {
+    /// Raw observations the next step starts from.
+    pub last_obs: Vec<f32>,
+    /// Env snapshots.
+    pub envs: Vec<serde_json::Value>,
+}
+
+/// Steps a vector env and stores every transition in a replay buffer, the true final
+/// observation as `next_obs` at episode ends (so truncations bootstrap correctly).
+pub struct Collector {
+    /// The envs.
+    pub env: VecEnv,
+    space: Space,
+    last_obs: Vec<f32>,
+    flat: Vec<f32>,
+    next_flat: Vec<f32>,
+    next_raw: Vec<f32>,
+    rewards: Vec<f32>,
+}
+
+impl Collector {
+    /// Resets the envs with `seed`.
+    pub fn new(mut env: VecEnv, seed: u64) -> Result<Self, EnvError> {
+        let last_obs = env.reset(Some(seed))?.to_vec();
+        let space = env.observation_space().clone();
+        let mut flat = Vec::new();
+        flatten_batch(&space, &last_obs, &mut flat);
+        Ok(Self {
+            env,
+            space,
+            last_obs,
+            flat,
+            next_flat: Vec::new(),
+            next_raw: Vec::new(),
+            rewards: Vec::new(),
+        })
+    }
+
+    /// Network inputs `[n_envs × flat_dim]` for the current observations.
+    pub fn obs(&self) -> &[f32] {
+        &self.flat
+    }
+
+    /// Number of envs.
+    pub fn num_envs(&self) -> usize {
+        self.env.num_envs()
+    }
+
+    /// Steps every env with `env_actions` and stores the transitions with `stored_actions`
+    /// (the policy's encoding, e.g. SAC's actions in [−1, 1]). Returns finished episodes.
+    pub fn step(
+        &mut self,
+        env_actions: &[f32],
+        stored_actions: &[f32],
+        replay: &mut Replay,
+    ) -> Result<Vec<EpisodeStats>, EnvError> {
+        self.env.step(env_actions)?;
+        let n = self.env.num_envs();
+        let d = self.space.raw_dim();
+        self.next_raw.clear();
+        self.next_raw.extend_from_slice(self.env.obs());
+        for e in 0..n {
+            if self.env.terminated()[e] || self.env.truncated()[e] {
+                self.next_raw[e * d..(e + 1) * d].copy_from_slice(self.env.final_obs(e));
+            }
+        }
+        flatten_batch(&self.space, &self.next_raw, &mut self.next_flat);
+        self.rewards.clear();
+        self.rewards
+            .extend(self.env.rewards().iter().map(|&r| r as f32));
+        replay.add(
+            &self.flat,
+            stored_actions,
+            &self.rewards,
+            &self.next_flat,
+            self.env.terminated(),
+            self.env.truncated(),
+        );
+        self.last_obs.copy_from_slice(self.env.obs());
+        flatten_batch(&self.space, &self.last_obs, &mut self.flat);
+        Ok(self.env.drain_episodes())
+    }
+
+    /// Saves what resuming needs.
+    pub fn state(&self) -> Result<CollectorState, EnvError> {
+        Ok(CollectorState {
+            last_obs: self.last_obs.clone(),
+            envs: self.env.snapshots()?,
+        })
+    }
+
+    /// Restores a saved [`CollectorState`].
+    pub fn restore(&mut self, s: &CollectorState) -> Result<(), EnvError> {
+        if s.last_obs.len() != self.last_obs.len() {
+            return Err(EnvError::InvalidState {
+                env: self.env.envs()[0].id().to_string(),
+                reason: format!(
+                    "checkpoint holds {} observation values, the run needs {}",
+                    s.last_obs.len(),
+                    self.last_obs.len()
+                ),
+            });
+        }
+        self.env.restore_snapshots(&s.envs)?;
+        self.last_obs.clone_from(&s.last_obs);
+        flatten_batch(&self.space, &self.last_obs, &mut self.flat);
+        Ok(())
+    }
+}
+
+/// When to learn: SB3's `learning_starts` / `train_freq` / `gradient_steps`, or RLlib's
+/// `training_intensity` (replayed ÷ sampled transitions), which overrides the last two.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainFrequency {
+    /// No updates until this many env steps have been taken.
+    pub learning_starts: u64,
+    /// Vector-env steps between updates.
+    pub train_freq: usize,
+    /// Gradient steps per update (−1: as many as env steps collected).
+    pub gradient_steps: i64,
+    /// Replayed ÷ sampled ratio; gradient steps = collected × intensity ÷ batch_size
+    /// (fractions carried over).
+    pub training_intensity: Option<f64>,
+    /// Transitions per gradient step.
+    pub batch_size: usize,
+}
+
+impl TrainFrequency {
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.train_freq == 0 {
+            return Err("algo_kwargs.train_freq: must be at least 1".into());
+        }
+        if self.gradient_steps < -1 {
+            return Err(
+                "algo_kwargs.gradient_steps: must be ≥ 0, or −1 for one per env step".into(),
+            );
+        }
+        if self.batch_size == 0 {
+            return Err("algo_kwargs.batch_size: must be at least 1".into());
+        }
+        if self
+            .training_intensity
+            .is_some_and(|t| !(t.is_finite() && t > 0.0))
+        {
+            return Err("algo_kwargs.training_intensity: must be a positive number".into());
+        }
+        Ok(())
+    }
+
+    /// Gradient steps due after `collected` more env steps, now at `num_timesteps`
+    /// (`credit` carries the fraction of a step under `training_intensity`).
+    pub fn gradient_steps(&self, num_timesteps: u64, collected: u64, credit: &mut f64) -> usize {
+        if num_timesteps <= self.learning_starts {
+            return 0;
+        }
+        match self.training_intensity {
+            Some(ti) => {
+                *credit += collected as f64 * ti / self.batch_size as f64;
+                let k = credit.floor();
+                *credit -= k;
+                k as usize
+            }
+            None if self.gradient_steps < 0 => collected as usize,
+            None => self.gradient_steps as usize,
+        }
+    }
+}
+
+/// `target ← τ·online + (1 − τ)·target` over all parameters (τ = 1: a hard copy).
+pub fn polyak<M: Module>(target: M, online: &M, tau: f64) -> M {
+    let src = flat_params(online);
+    if tau >= 1.0 {
+        return set_flat(target, src);
+    }
+    let dst = flat_params(&target);
+    let dev = dst.device();
+    set_flat(
+        target,
+        src.to_device(&dev).mul_scalar(tau) + dst.mul_scalar(1.0 - tau),
+    )
+}
+
+/// Target-network updates counted in env steps, as SB3's DQN: every `interval` env steps
+/// (vector steps × envs) apply [`polyak`] with `tau`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TargetUpdate {
+    /// Env steps between updates.
+    pub interval: u64,
+    /// Polyak coefficient (1: hard copy).
+    pub tau: f64,
+}
+
+impl TargetUpdate {
+    /// How many updates fall in the vector steps `calls_before + 1 ..= calls_after` with
+    /// `n_envs` envs (SB3 updates when `calls % max(interval / n_envs, 1) == 0`).
+    pub fn due(&self, calls_before: u64, calls_after: u64, n_envs: usize) -> u64 {
+        let every = (self.interval / n_envs.max(1) as u64).max(1);
+        calls_after / every - calls_before / every
+    }
+
+    /// Applies `k` updates at once (the online net did not change in between).
+    pub fn apply<M: Module>(&self, target: M, online: &M, k: u64) -> M {
+        if k == 0 {
+            return target;
+        }
+        // k soft updates toward a fixed source = one with 1 − (1 − τ)^k.
+        let tau = 1.0 - (1.0 - self.tau.clamp(0.0, 1.0)).powi(k.min(i32::MAX as u64) as i32);
+        polyak(target, online, tau)
+    }
+}
+
+/// SB3's linear exploration schedule: from `initial` to `final_value` over the first
+/// `fraction` of training, then constant.
+pub fn linear_epsilon(
+    initial: f64,
+    final_value: f64,
+    fraction: f64,
+    timestep: u64,
+    total: u64,
+) -> f64 {
+    let progress = timestep as f64 / total.max(1) as f64;
+    if fraction <= 0.0 || progress > fraction {
+        final_value
+    } else {
+        initial + progress * (final_value - initial) / fraction
+    }
+}
+
+/// Replay options common to the family (SB3 and RLlib names live in each config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOptions {
+    /// Capacity in transitions.
+    pub buffer_size: usize,
+    /// n-step returns.
+    pub n_step: NStep,
+    /// Prioritized replay on/off.
+    pub prioritized: bool,
+    /// PER α.
+    pub alpha: f64,
+    /// PER β at the start (annealed linearly to 1 over the run).
+    pub beta: f64,
+    /// PER ε.
+    pub eps: f64,
+}
+
+impl ReplayOptions {
+    /// A buffer for `n_envs` envs with these widths.
+    pub fn build(&self, n_envs: usize, obs_dim: usize, act_dim: usize) -> Replay {
+        Replay::new(ReplayConfig {
+            capacity: self.buffer_size,
+            n_envs,
+            obs_dim,
+            act_dim,
+            n_step: self.n_step,
+            prioritized: self.prioritized.then_some(PerParams {
+                alpha: self.alpha,
+                eps: self.eps,
+            }),
+        })
+    }
+
+    /// β after `timestep` of `total` env steps.
+    pub fn beta_at(&self, timestep: u64, total: u64) -> f64 {
+        let f = (timestep as f64 / total.max(1) as f64).min(1.0);
+        self.beta + (1.0 - self.beta) * f
+    }
+
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.buffer_size == 0 {
+            return Err("algo_kwargs.buffer_size: must be at least 1".into());
+        }
+        self.n_step
+            .validate()
+            .map_err(|e| format!("algo_kwargs.n_step: {e}"))?;
+        if self.prioritized {
+            if !(self.alpha >= 0.0) {
+                return Err("algo_kwargs.prioritized_replay_alpha: must be ≥ 0".into());
+            }
+            if !(0.0..=1.0).contains(&self.beta) {
+                return Err("algo_kwargs.prioritized_replay_beta: must be in [0, 1]".into());
+            }
+            if !(self.eps > 0.0) {
+                return Err("algo_kwargs.prioritized_replay_eps: must be positive".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checkpoint file of the replay buffer.
+pub const REPLAY_FILE: &str = "replay.safetensors";
+
+/// The buffer's file entry for a checkpoint, when `store` (`store_buffer_in_checkpoints`).
+pub fn save_replay(
+    replay: &Replay,
+    store: bool,
+) -> (Option<(&'static str, Vec<u8>)>, Option<ReplayMeta>) {
+    if !store {
+        return (None, None);
+    }
+    let (map, meta) = replay.save();
+    (Some((REPLAY_FILE, map.to_bytes())), Some(meta))
+}
+
+/// Restores the buffer from checkpoint `ck` when both the run (`store`) and the checkpoint
+/// have it. When they disagree, the buffer starts empty or the saved one is ignored, and
+/// the returned warning says which (RLlib does the same).
+pub fn restore_replay(
+    replay: &mut Replay,
+    store: bool,
+    ck: &Checkpoint,
+    meta: Option<&ReplayMeta>,
+) -> Result<Option<String>, RlError> {
+    let saved = ck.has(REPLAY_FILE) && meta.is_some();
+    match (store, saved) {
+        (true, true) => {
+            let file = ck.path_of(REPLAY_FILE);
+            let map = TensorMap::from_bytes(ck.file(REPLAY_FILE)?, &file)?;
+            replay.load(map, meta.expect("checked"), &file)?;
+            Ok(None)
+        }
+        (true, false) => Ok(Some(format!(
+            "{}: store_buffer_in_checkpoints is true but the checkpoint holds no replay buffer; \
+             training resumes with an empty buffer",
+            ck.dir.display()
+        ))),
+        (false, true) => Ok(Some(format!(
+            "{}: the checkpoint holds a replay buffer but store_buffer_in_checkpoints is false; \
+             the saved buffer is ignored and training resumes with an empty one",
+            ck.dir.display()
+        ))),
+        (false, false) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn training_intensity_carries_fractions() {
+        let f = TrainFrequency {
+            learning_starts: 10,
+            train_freq: 1,
+            gradient_steps: 1,
+            training_intensity: Some(16.0),
+            batch_size: 64,
+        };
+        let mut credit = 0.0;
+        assert_eq!(
+            f.gradient_steps(10, 1, &mut credit),
+            0,
+            "not before learning_starts"
+        );
+        let steps: usize = (11..=18).map(|t| f.gradient_steps(t, 1, &mut credit)).sum();
+        assert_eq!(steps, 2, "8 sampled × 16 / 64 = 2 replayed batches");
+        let g = TrainFrequency {
+            training_intensity: None,
+            gradient_steps: -1,
+            ..f.clone()
+        };
+        assert_eq!(g.gradient_steps(100, 8, &mut credit), 8);
+    }
+
+    #[test]
+    fn target_updates_follow_sb3_counting() {
+        let t = TargetUpdate {
+            interval: 10,
+            tau: 1.0,
+        };
+        assert_eq!(t.due(0, 9, 1), 0);
+        assert_eq!(t.due(9, 10, 1), 1);
+        assert_eq!(t.due(0, 256, 1), 25);
+        // 4 envs: every 10 / 4 = 2 vector steps
+        assert_eq!(t.due(0, 4, 4), 2);
+    }
+
+    #[test]
+    fn sb3_linear_epsilon() {
+        let e = |t| linear_epsilon(1.0, 0.04, 0.16, t, 50_000);
+        assert_eq!(e(0), 1.0);
+        assert!((e(4_000) - (1.0 - 0.5 * 0.96)).abs() < 1e-12);
+        assert_eq!(e(8_001), 0.04);
+        assert_eq!(e(50_000), 0.04);
+    }
+
+    #[test]
+    fn per_beta_anneals_to_one() {
+        let o = ReplayOptions {
+            buffer_size: 10,
+            n_step: NStep::Fixed(1),
+            prioritized: true,
+            alpha: 0.6,
+            beta: 0.4,
+            eps: 1e-6,
+        };
+        assert_eq!(o.beta_at(0, 100), 0.4);
+        assert!((o.beta_at(50, 100) - 0.7).abs() < 1e-12);
+        assert_eq!(o.beta_at(200, 100), 1.0);
+    }
+}
