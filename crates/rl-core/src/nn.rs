@@ -108,6 +108,22 @@ pub fn linear_orthogonal(
     }
 }
 
+/// A linear layer with torch's default `nn.Linear` init (weights and bias uniform in
+/// `±1/√d_in`), what SB3's off-policy networks use.
+pub fn linear_torch_default(d_in: usize, d_out: usize, rng: &mut Rng, device: &Device) -> Linear {
+    let bound = 1.0 / (d_in as f64).sqrt();
+    let mut u = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| rng.uniform_range(-bound, bound) as f32)
+            .collect()
+    };
+    let (w, b) = (u(d_in * d_out), u(d_out));
+    Linear {
+        weight: Param::from_data(TensorData::new(w, [d_in, d_out]), device),
+        bias: Some(Param::from_data(TensorData::new(b, [d_out]), device)),
+    }
+}
+
 /// Configuration of an [`Mlp`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlpConfig {
@@ -137,6 +153,27 @@ impl MlpConfig {
         let output = self
             .d_output
             .map(|o| linear_orthogonal(d, o, self.output_gain, rng, device));
+        Mlp {
+            layers,
+            output,
+            activation: self.activation,
+        }
+    }
+}
+
+impl MlpConfig {
+    /// Builds the MLP with torch's default init ([`linear_torch_default`]; the gains are
+    /// ignored), as SB3's DQN/SAC/TD3 networks.
+    pub fn init_torch_default(&self, rng: &mut Rng, device: &Device) -> Mlp {
+        let mut layers = Vec::new();
+        let mut d = self.d_input;
+        for &h in &self.hidden {
+            layers.push(linear_torch_default(d, h, rng, device));
+            d = h;
+        }
+        let output = self
+            .d_output
+            .map(|o| linear_torch_default(d, o, rng, device));
         Mlp {
             layers,
             output,

@@ -11,26 +11,23 @@ pub use config::{DqnConfig, QPolicyKwargs, TdLoss};
 pub use model::{NetNoise, QNetwork, QNetworkConfig};
 
 use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
-use rl_core::batch::{episode_metrics, host, tensor1, tensor2};
+use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::activation::log_softmax;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::{read_checkpoint, write_checkpoint};
+use rl_core::checkpoint::write_checkpoint;
 use rl_core::config::RunConfig;
-use rl_core::env::{Env, EnvError};
+
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
-use rl_core::replay::{Replay, ReplayMeta, TransitionBatch};
-use rl_core::vec_env::VecEnv;
+use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{Rng, Space};
-use rl_off_policy::{Collector, CollectorState, restore_replay, save_replay};
+pub use rl_off_policy::EnvMaker;
+use rl_off_policy::{CoreState, OffPolicyCore, read_json, read_module, read_run};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;
-
-/// Builds one training env for a run (called `n_envs` times).
-pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
 
 /// The optimization half of DQN: online and target networks, the optimizer, the noise RNG.
 pub struct DqnLearner {
@@ -231,68 +228,40 @@ impl Learner for DqnLearner {
     }
 }
 
-/// Counters and generators saved in `state.json`.
+/// What `state.json` holds besides the family's [`CoreState`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SavedState {
-    num_timesteps: u64,
-    iterations: u64,
-    total_timesteps: u64,
-    n_calls: u64,
-    credit: f64,
+    core: CoreState,
     optimizer_steps: u64,
-    rng_act: Rng,
-    rng_replay: Rng,
     rng_noise: Rng,
-    rng_predict: Rng,
-    collector: CollectorState,
-    replay: Option<ReplayMeta>,
 }
 
 /// A DQN agent with its envs and replay buffer, ready to train.
 pub struct Dqn {
-    run: RunConfig,
+    core: OffPolicyCore,
     learner: DqnLearner,
     infer: Device,
     infer_net: Option<QNetwork>,
-    collector: Collector,
-    replay: Replay,
-    rng_act: Rng,
-    rng_replay: Rng,
-    rng_predict: Rng,
-    num_timesteps: u64,
-    iterations: u64,
-    total_timesteps: u64,
-    n_calls: u64,
-    credit: f64,
-    obs_space: Space,
-    act_space: Space,
-    warnings: Vec<String>,
 }
 
 impl Dqn {
     /// A fresh agent for `run` (its `algo_kwargs` are DQN hyperparameters) on `device`.
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
         let cfg = DqnConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        if run.n_envs == 0 {
-            return Err(RlError::Config("n_envs: must be at least 1".into()));
-        }
-        let envs = (0..run.n_envs)
-            .map(|_| make_env(run))
-            .collect::<Result<Vec<_>, _>>()?;
-        let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
-        let obs_space = venv.observation_space().clone();
-        let act_space = venv.action_space().clone();
-        let Space::Discrete { n, .. } = act_space else {
-            return Err(RlError::Config(format!(
-                "dqn needs a Discrete action space; {} has {act_space:?}",
+        let core = OffPolicyCore::new(run, make_env, &cfg.replay_options(), |space| match space {
+            Space::Discrete { .. } => Ok(1),
+            other => Err(RlError::Config(format!(
+                "dqn needs a Discrete action space; {} has {other:?}",
                 run.env_id
-            )));
+            ))),
+        })?;
+        let Space::Discrete { n, .. } = core.act_space else {
+            unreachable!("checked above")
         };
         let device = device.clone().autodiff();
-        let infer = device.clone().inner();
         let mut rng_init = Rng::for_stream(run.seed, "init");
         let net = QNetworkConfig {
-            d_input: obs_space.flat_dim(),
+            d_input: core.obs_space.flat_dim(),
             n_actions: n as usize,
             net_arch: cfg.policy_kwargs.net_arch.clone(),
             hiddens: cfg.hiddens.clone(),
@@ -302,91 +271,40 @@ impl Dqn {
             noisy_sigma0: cfg.noisy.then_some(cfg.sigma0),
         }
         .init(&mut rng_init, &device);
-        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
-        let collector = Collector::new(venv, env_seed)?;
-        let replay = cfg
-            .replay_options()
-            .build(run.n_envs, obs_space.flat_dim(), 1);
-        let mut learner = DqnLearner::new(cfg, net, device, Rng::for_stream(run.seed, "noise"));
+        let mut learner =
+            DqnLearner::new(cfg, net, device.clone(), Rng::for_stream(run.seed, "noise"));
         learner.total_timesteps = run.total_timesteps;
         Ok(Self {
+            core,
             learner,
-            run: run.clone(),
-            infer,
+            infer: device.inner(),
             infer_net: None,
-            collector,
-            replay,
-            rng_act: Rng::for_stream(run.seed, "policy"),
-            rng_replay: Rng::for_stream(run.seed, "replay"),
-            rng_predict: Rng::for_stream(run.seed, "predict"),
-            num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
-            n_calls: 0,
-            credit: 0.0,
-            obs_space,
-            act_space,
-            warnings: Vec::new(),
         })
     }
 
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let ck = read_checkpoint(dir)?;
-        if ck.algorithm != "dqn" {
-            return Err(RlError::Config(format!(
-                "{}: checkpoint of algorithm {:?}, not dqn",
-                dir.display(),
-                ck.algorithm
-            )));
-        }
-        let text = std::str::from_utf8(ck.file("config.yaml")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-        let run =
-            RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
+        let (ck, run) = read_run(dir, "dqn")?;
         let mut dqn = Self::new(&run, make_env, device)?;
-        let state: SavedState = serde_json::from_slice(ck.file("state.json")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("state.json"))))?;
+        let state: SavedState = read_json(&ck, "state.json")?;
         let dev = dqn.learner.device.clone();
-        for (file, net) in [
-            ("model.safetensors", &mut dqn.learner.online),
-            ("target.safetensors", &mut dqn.learner.target),
-        ] {
-            let path = ck.path_of(file);
-            let w = TensorMap::from_bytes(ck.file(file)?, &path)?;
-            *net = load_module_tensors(net.clone(), &w, &path, &dev)?;
-        }
+        let l = &mut dqn.learner;
+        l.online = read_module(&ck, "model.safetensors", l.online.clone(), &dev)?;
         // The target lives on the inference backend.
-        dqn.learner.target = dqn.learner.target.valid();
+        l.target = read_module(&ck, "target.safetensors", l.target.clone(), &dev)?.valid();
         let opt_file = ck.path_of("optimizer.safetensors");
         let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        dqn.learner.opt.load(
+        l.opt.load(
             "adam",
             &mut opt_map,
             state.optimizer_steps,
-            num_params(&dqn.learner.online),
+            num_params(&l.online),
             &opt_file,
             &dev,
         )?;
-        dqn.collector.restore(&state.collector)?;
-        if let Some(w) = restore_replay(
-            &mut dqn.replay,
-            dqn.learner.cfg.store_buffer_in_checkpoints,
-            &ck,
-            state.replay.as_ref(),
-        )? {
-            eprintln!("warning: {w}");
-            dqn.warnings.push(w);
-        }
-        dqn.num_timesteps = state.num_timesteps;
-        dqn.iterations = state.iterations;
-        dqn.total_timesteps = state.total_timesteps;
-        dqn.n_calls = state.n_calls;
-        dqn.credit = state.credit;
-        dqn.rng_act = state.rng_act;
-        dqn.rng_replay = state.rng_replay;
-        dqn.learner.rng_noise = state.rng_noise;
-        dqn.rng_predict = state.rng_predict;
+        l.rng_noise = state.rng_noise;
+        let store = l.cfg.store_buffer_in_checkpoints;
+        dqn.core.restore(state.core, &ck, store)?;
         Ok(dqn)
     }
 
@@ -402,63 +320,38 @@ impl Dqn {
 
     /// The replay buffer.
     pub fn replay(&self) -> &Replay {
-        &self.replay
+        &self.core.replay
     }
 
     /// Warnings raised while loading (e.g. a replay buffer flag that disagrees).
     pub fn warnings(&self) -> &[String] {
-        &self.warnings
+        &self.core.warnings
     }
 
     /// The exploration rate now.
     pub fn epsilon(&self) -> f64 {
         self.learner
             .cfg
-            .epsilon_at(self.num_timesteps, self.total_timesteps)
-    }
-
-    fn infer_net(&mut self) -> &QNetwork {
-        if self.infer_net.is_none() {
-            self.infer_net = Some(self.learner.online.valid());
-        }
-        self.infer_net.as_ref().expect("set above")
-    }
-
-    /// Greedy actions for `n` flat observations (noisy nets: a fresh noise sample from `rng`
-    /// unless `deterministic`).
-    fn greedy(
-        &mut self,
-        flat: &[f32],
-        n: usize,
-        deterministic: bool,
-        noise_rng: Stream,
-    ) -> Vec<usize> {
-        let d = self.obs_space.flat_dim();
-        let infer = self.infer.clone();
-        let noise = if deterministic {
-            None
-        } else {
-            let rng = match noise_rng {
-                Stream::Act => &mut self.rng_act,
-                Stream::Predict => &mut self.rng_predict,
-            };
-            self.learner.online.sample_noise(rng)
-        };
-        let support = self.learner.support_inner().cloned();
-        let net = self.infer_net();
-        let q = net.q_values(
-            tensor2(flat.to_vec(), n, d, &infer),
-            noise.as_ref().map(|z| z.to_device(&infer)).as_deref(),
-            support.as_ref(),
-        );
-        loss::argmax_rows(&host(q), net.n_actions())
+            .epsilon_at(self.core.num_timesteps, self.core.total_timesteps)
     }
 }
 
-#[derive(Clone, Copy)]
-enum Stream {
-    Act,
-    Predict,
+/// Greedy actions of `net` for `n` flat observations, with `noise` (noisy nets) if given.
+fn greedy(
+    net: &QNetwork,
+    flat: &[f32],
+    n: usize,
+    noise: Option<NetNoise>,
+    support: Option<&Tensor<1>>,
+    device: &Device,
+) -> Vec<usize> {
+    let d = flat.len() / n.max(1);
+    let q = net.q_values(
+        tensor2(flat.to_vec(), n, d, device),
+        noise.map(|z| z.to_device(device)).as_deref(),
+        support,
+    );
+    loss::argmax_rows(&host(q), net.n_actions())
 }
 
 impl Algorithm for Dqn {
@@ -466,85 +359,83 @@ impl Algorithm for Dqn {
         "dqn"
     }
     fn num_timesteps(&self) -> u64 {
-        self.num_timesteps
+        self.core.num_timesteps
     }
     fn total_timesteps(&self) -> u64 {
-        self.total_timesteps
+        self.core.total_timesteps
     }
     fn set_total_timesteps(&mut self, total: u64) {
-        self.total_timesteps = total;
+        self.core.total_timesteps = total;
     }
     fn observation_space(&self) -> &Space {
-        &self.obs_space
+        &self.core.obs_space
     }
     fn action_space(&self) -> &Space {
-        &self.act_space
+        &self.core.act_space
     }
 
     /// `train_freq` vector steps of ε-greedy collection, the target updates that fell in
     /// them, then the gradient steps due.
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let ne = self.collector.num_envs();
-        let n_actions = self.learner.online.n_actions();
-        let calls_before = self.n_calls;
-        let mut episodes = Vec::new();
-        let mut eps = self.epsilon();
-        for _ in 0..self.learner.cfg.train_freq {
-            eps = self.epsilon();
-            let acts: Vec<f32> = if self.num_timesteps < self.learner.cfg.learning_starts {
-                (0..ne)
-                    .map(|_| self.rng_act.below(n_actions as u64) as f32)
-                    .collect()
-            } else {
-                let flat = self.collector.obs().to_vec();
-                let greedy = self.greedy(&flat, ne, false, Stream::Act);
-                greedy
-                    .into_iter()
-                    .map(|g| {
-                        if self.rng_act.uniform() < eps {
-                            self.rng_act.below(n_actions as u64) as f32
-                        } else {
-                            g as f32
-                        }
-                    })
-                    .collect()
-            };
-            episodes.extend(self.collector.step(&acts, &acts, &mut self.replay)?);
-            self.n_calls += 1;
-            self.num_timesteps += ne as u64;
-        }
-        let collected = (self.n_calls - calls_before) * ne as u64;
-        let t_rollout = t0.elapsed().as_secs_f64();
-        let k = self
-            .learner
-            .cfg
+        let ne = self.core.collector.num_envs();
+        let cfg = self.learner.cfg.clone();
+        let total = self.core.total_timesteps;
+        let net = match self.infer_net.take() {
+            Some(n) => n,
+            None => self.learner.online.valid(),
+        };
+        let support = self.learner.support_inner().cloned();
+        let n_actions = net.n_actions() as u64;
+        let infer = self.infer.clone();
+        let mut eps = cfg.epsilon_at(self.core.num_timesteps, total);
+        let c = self.core.collect(
+            cfg.train_freq,
+            cfg.learning_starts,
+            |obs, n, rng, random, t| {
+                eps = cfg.epsilon_at(t, total);
+                let acts = if random {
+                    (0..n).map(|_| rng.below(n_actions) as f32).collect()
+                } else {
+                    let noise = net.sample_noise(rng);
+                    greedy(&net, obs, n, noise, support.as_ref(), &infer)
+                        .into_iter()
+                        .map(|g| {
+                            if rng.uniform() < eps {
+                                rng.below(n_actions) as f32
+                            } else {
+                                g as f32
+                            }
+                        })
+                        .collect::<Vec<f32>>()
+                };
+                Ok((acts.clone(), acts))
+            },
+        )?;
+        self.infer_net = Some(net);
+        let k = cfg
             .target_update()
-            .due(calls_before, self.n_calls, ne);
+            .due(c.calls_before, self.core.n_calls, ne);
         self.learner.update_target(k);
-        let steps = self.learner.cfg.train_frequency().gradient_steps(
-            self.num_timesteps,
-            collected,
-            &mut self.credit,
+        let steps = cfg.train_frequency().gradient_steps(
+            self.core.num_timesteps,
+            c.steps,
+            &mut self.core.credit,
         );
-        self.learner.num_timesteps = self.num_timesteps;
-        self.learner.total_timesteps = self.total_timesteps;
-        let gamma = self.learner.cfg.gamma as f32;
-        let beta = self
-            .learner
-            .cfg
-            .replay_options()
-            .beta_at(self.num_timesteps, self.total_timesteps);
+        self.learner.num_timesteps = self.core.num_timesteps;
+        self.learner.total_timesteps = total;
+        let beta = cfg.replay_options().beta_at(self.core.num_timesteps, total);
         let mut sums = Metrics::new();
         for _ in 0..steps {
-            let mut batch = self.replay.sample(
-                self.learner.cfg.batch_size,
-                gamma,
+            let mut batch = self.core.replay.sample(
+                cfg.batch_size,
+                cfg.gamma as f32,
                 beta,
-                &mut self.rng_replay,
+                &mut self.core.rng_replay,
             );
             let m = self.learner.update(&mut batch)?;
-            self.replay
+            self.core
+                .replay
                 .update_priorities(&batch.indices, self.learner.td_errors());
             for (k, v) in m {
                 *sums.entry(k).or_insert(0.0) += v;
@@ -557,48 +448,46 @@ impl Algorithm for Dqn {
             .into_iter()
             .map(|(k, v)| (k, v / steps.max(1) as f64))
             .collect();
-        self.iterations += 1;
-        let secs = t0.elapsed().as_secs_f64();
-        episode_metrics(&episodes, &mut m);
+        self.core.iterations += 1;
         m.insert("charts/epsilon".into(), eps);
         m.insert("charts/gradient_steps".into(), steps as f64);
-        if self.learner.cfg.prioritized_replay {
+        if cfg.prioritized_replay {
             m.insert("charts/beta".into(), beta);
         }
-        m.insert("charts/SPS".into(), collected as f64 / secs.max(1e-9));
-        m.insert("time/rollout_seconds".into(), t_rollout);
-        m.insert("time/update_seconds".into(), secs - t_rollout);
-        check_finite(self.num_timesteps, &m)?;
+        self.core.finish_metrics(&mut m, &c, t0);
+        check_finite(self.core.num_timesteps, &m)?;
         Ok(m)
     }
 
     /// Greedy actions (mean weights for noisy nets) when `deterministic`; otherwise ε-greedy
     /// with the current ε and, for noisy nets, a fresh noise sample.
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let d = self.obs_space.raw_dim();
-        if obs.is_empty() || !obs.len().is_multiple_of(d.max(1)) {
-            return Err(RlError::Config(format!(
-                "predict: observation of {} values, expected a multiple of {d}",
-                obs.len()
-            )));
-        }
-        if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
-            return Err(RlError::Env(EnvError::BadOutput {
-                env: self.run.env_id.clone(),
-                reason: format!("observation element {i} is {}", obs[i]),
-            }));
-        }
-        let n = obs.len() / d.max(1);
-        let mut flat = Vec::new();
-        rl_core::batch::flatten_batch(&self.obs_space, obs, &mut flat);
-        let greedy = self.greedy(&flat, n, deterministic, Stream::Predict);
+        let (flat, n) = self.core.flat_obs(obs)?;
         let eps = if deterministic { 0.0 } else { self.epsilon() };
-        let n_actions = self.learner.online.n_actions() as u64;
-        Ok(greedy
-            .into_iter()
+        let net = match self.infer_net.take() {
+            Some(n) => n,
+            None => self.learner.online.valid(),
+        };
+        let rng = &mut self.core.rng_predict;
+        let noise = if deterministic {
+            None
+        } else {
+            net.sample_noise(rng)
+        };
+        let g = greedy(
+            &net,
+            &flat,
+            n,
+            noise,
+            self.learner.support_inner(),
+            &self.infer,
+        );
+        let n_actions = net.n_actions() as u64;
+        self.infer_net = Some(net);
+        Ok(g.into_iter()
             .map(|g| {
-                if eps > 0.0 && self.rng_predict.uniform() < eps {
-                    self.rng_predict.below(n_actions) as f32
+                if eps > 0.0 && rng.uniform() < eps {
+                    rng.below(n_actions) as f32
                 } else {
                     g as f32
                 }
@@ -607,41 +496,22 @@ impl Algorithm for Dqn {
     }
 
     fn env_stats(&self) -> Vec<serde_json::Value> {
-        self.collector.env.envs()[0].save_stats()
+        self.core.collector.env.envs()[0].save_stats()
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut run = self.run.clone();
-        run.total_timesteps = self.total_timesteps;
-        run.algo_kwargs = match serde_json::to_value(&self.learner.cfg).expect("serializable") {
-            serde_json::Value::Object(m) => m,
-            _ => unreachable!("DqnConfig serializes to a map"),
-        };
         let mut opt = TensorMap::default();
         let optimizer_steps = self.learner.opt.save("adam", &mut opt);
-        let (replay_file, replay_meta) =
-            save_replay(&self.replay, self.learner.cfg.store_buffer_in_checkpoints);
+        let (core, replay_file) = self
+            .core
+            .state(self.learner.cfg.store_buffer_in_checkpoints)?;
         let state = SavedState {
-            num_timesteps: self.num_timesteps,
-            iterations: self.iterations,
-            total_timesteps: self.total_timesteps,
-            n_calls: self.n_calls,
-            credit: self.credit,
+            core,
             optimizer_steps,
-            rng_act: self.rng_act.clone(),
-            rng_replay: self.rng_replay.clone(),
             rng_noise: self.learner.rng_noise.clone(),
-            rng_predict: self.rng_predict.clone(),
-            collector: self.collector.state()?,
-            replay: replay_meta,
         };
         let mut files = vec![
-            (
-                "config.yaml",
-                serde_yaml::to_string(&run)
-                    .map_err(|e| RlError::Other(e.to_string()))?
-                    .into_bytes(),
-            ),
+            ("config.yaml", self.core.run_to_save(&self.learner.cfg)?),
             ("model.safetensors", self.learner.weights().to_bytes()),
             (
                 "target.safetensors",

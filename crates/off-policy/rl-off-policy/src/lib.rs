@@ -7,11 +7,13 @@
 use rl_core::batch::flatten_batch;
 use rl_core::burn::module::Module;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::env::EnvError;
+use rl_core::config::RunConfig;
+use rl_core::env::{Env, EnvError};
+use rl_core::logger::Metrics;
 use rl_core::params::{TensorMap, flat_params, set_flat};
 use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta};
 use rl_core::vec_env::{EpisodeStats, VecEnv};
-use rl_core::{RlError, Space};
+use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
 
 /// State of a [`Collector`] that must survive a checkpoint.
@@ -418,4 +420,276 @@ mod tests {
         assert!((o.beta_at(50, 100) - 0.7).abs() < 1e-12);
         assert_eq!(o.beta_at(200, 100), 1.0);
     }
+}
+
+/// Builds one training env for a run (called `n_envs` times).
+pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
+
+/// Counters, generators and collector state every off-policy agent saves.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoreState {
+    /// Env steps so far.
+    pub num_timesteps: u64,
+    /// `train` calls so far.
+    pub iterations: u64,
+    /// Budget the schedules refer to.
+    pub total_timesteps: u64,
+    /// Vector-env steps so far.
+    pub n_calls: u64,
+    /// Fractional gradient steps owed under `training_intensity`.
+    pub credit: f64,
+    /// Exploration draws.
+    pub rng_act: Rng,
+    /// Replay sampling.
+    pub rng_replay: Rng,
+    /// `predict` draws.
+    pub rng_predict: Rng,
+    /// Envs and last observations.
+    pub collector: CollectorState,
+    /// The saved buffer's scalars, when stored.
+    pub replay: Option<ReplayMeta>,
+}
+
+/// What [`OffPolicyCore::collect`] gathered.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// Episodes that finished.
+    pub episodes: Vec<EpisodeStats>,
+    /// Env steps taken (all envs).
+    pub steps: u64,
+    /// Vector steps before collection.
+    pub calls_before: u64,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+/// The agent shell shared by the family: envs, replay buffer, counters, generators.
+pub struct OffPolicyCore {
+    /// The run configuration.
+    pub run: RunConfig,
+    /// The envs.
+    pub collector: Collector,
+    /// The replay buffer.
+    pub replay: Replay,
+    /// Exploration draws.
+    pub rng_act: Rng,
+    /// Replay sampling.
+    pub rng_replay: Rng,
+    /// `predict` draws.
+    pub rng_predict: Rng,
+    /// Env steps so far.
+    pub num_timesteps: u64,
+    /// `train` calls so far.
+    pub iterations: u64,
+    /// Budget the schedules refer to.
+    pub total_timesteps: u64,
+    /// Vector-env steps so far.
+    pub n_calls: u64,
+    /// Fractional gradient steps owed.
+    pub credit: f64,
+    /// Observation space.
+    pub obs_space: Space,
+    /// Action space.
+    pub act_space: Space,
+    /// Warnings raised while loading.
+    pub warnings: Vec<String>,
+}
+
+impl OffPolicyCore {
+    /// Builds the envs and an empty buffer storing actions of width `stored_act_dim`.
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        replay: &ReplayOptions,
+        stored_act_dim: impl Fn(&Space) -> Result<usize, RlError>,
+    ) -> Result<Self, RlError> {
+        if run.n_envs == 0 {
+            return Err(RlError::Config("n_envs: must be at least 1".into()));
+        }
+        let envs = (0..run.n_envs)
+            .map(|_| make_env(run))
+            .collect::<Result<Vec<_>, _>>()?;
+        let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
+        let obs_space = venv.observation_space().clone();
+        let act_space = venv.action_space().clone();
+        let act_dim = stored_act_dim(&act_space)?;
+        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
+        let collector = Collector::new(venv, env_seed)?;
+        Ok(Self {
+            replay: replay.build(run.n_envs, obs_space.flat_dim(), act_dim),
+            run: run.clone(),
+            collector,
+            rng_act: Rng::for_stream(run.seed, "policy"),
+            rng_replay: Rng::for_stream(run.seed, "replay"),
+            rng_predict: Rng::for_stream(run.seed, "predict"),
+            num_timesteps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+            n_calls: 0,
+            credit: 0.0,
+            obs_space,
+            act_space,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Steps the envs `train_freq` times. `act(flat_obs, n_envs, rng, random)` returns the
+    /// env actions and the actions to store; `random` is true before `learning_starts`.
+    pub fn collect(
+        &mut self,
+        train_freq: usize,
+        learning_starts: u64,
+        mut act: impl FnMut(&[f32], usize, &mut Rng, bool, u64) -> Result<(Vec<f32>, Vec<f32>), RlError>,
+    ) -> Result<Collected, RlError> {
+        let t0 = std::time::Instant::now();
+        let ne = self.collector.num_envs();
+        let mut out = Collected {
+            calls_before: self.n_calls,
+            ..Default::default()
+        };
+        for _ in 0..train_freq {
+            let random = self.num_timesteps < learning_starts;
+            let obs = self.collector.obs().to_vec();
+            let (env_a, stored) = act(&obs, ne, &mut self.rng_act, random, self.num_timesteps)?;
+            out.episodes
+                .extend(self.collector.step(&env_a, &stored, &mut self.replay)?);
+            self.n_calls += 1;
+            self.num_timesteps += ne as u64;
+            out.steps += ne as u64;
+        }
+        out.seconds = t0.elapsed().as_secs_f64();
+        Ok(out)
+    }
+
+    /// Checks raw observations for `predict` and flattens them: `(flat, rows)`.
+    pub fn flat_obs(&self, obs: &[f32]) -> Result<(Vec<f32>, usize), RlError> {
+        let d = self.obs_space.raw_dim();
+        if obs.is_empty() || !obs.len().is_multiple_of(d.max(1)) {
+            return Err(RlError::Config(format!(
+                "predict: observation of {} values, expected a multiple of {d}",
+                obs.len()
+            )));
+        }
+        if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
+            return Err(RlError::Env(EnvError::BadOutput {
+                env: self.run.env_id.clone(),
+                reason: format!("observation element {i} is {}", obs[i]),
+            }));
+        }
+        let mut flat = Vec::new();
+        flatten_batch(&self.obs_space, obs, &mut flat);
+        Ok((flat, obs.len() / d.max(1)))
+    }
+
+    /// CleanRL's charts for an iteration: episodes, SPS and time split.
+    pub fn finish_metrics(&self, m: &mut Metrics, c: &Collected, started: std::time::Instant) {
+        let secs = started.elapsed().as_secs_f64();
+        rl_core::batch::episode_metrics(&c.episodes, m);
+        m.insert("charts/SPS".into(), c.steps as f64 / secs.max(1e-9));
+        m.insert("time/rollout_seconds".into(), c.seconds);
+        m.insert("time/update_seconds".into(), secs - c.seconds);
+    }
+
+    /// The state to save, and the buffer file when `store`.
+    #[allow(clippy::type_complexity)]
+    pub fn state(
+        &self,
+        store: bool,
+    ) -> Result<(CoreState, Option<(&'static str, Vec<u8>)>), RlError> {
+        let (file, meta) = save_replay(&self.replay, store);
+        Ok((
+            CoreState {
+                num_timesteps: self.num_timesteps,
+                iterations: self.iterations,
+                total_timesteps: self.total_timesteps,
+                n_calls: self.n_calls,
+                credit: self.credit,
+                rng_act: self.rng_act.clone(),
+                rng_replay: self.rng_replay.clone(),
+                rng_predict: self.rng_predict.clone(),
+                collector: self.collector.state()?,
+                replay: meta,
+            },
+            file,
+        ))
+    }
+
+    /// Restores a saved state (and the buffer, see [`restore_replay`]); warnings are printed
+    /// and kept in `warnings`.
+    pub fn restore(&mut self, s: CoreState, ck: &Checkpoint, store: bool) -> Result<(), RlError> {
+        self.collector.restore(&s.collector)?;
+        if let Some(w) = restore_replay(&mut self.replay, store, ck, s.replay.as_ref())? {
+            eprintln!("warning: {w}");
+            self.warnings.push(w);
+        }
+        self.num_timesteps = s.num_timesteps;
+        self.iterations = s.iterations;
+        self.total_timesteps = s.total_timesteps;
+        self.n_calls = s.n_calls;
+        self.credit = s.credit;
+        self.rng_act = s.rng_act;
+        self.rng_replay = s.rng_replay;
+        self.rng_predict = s.rng_predict;
+        Ok(())
+    }
+
+    /// The run config to save: the budget now and the complete hyperparameters `cfg`.
+    pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
+        let mut run = self.run.clone();
+        run.total_timesteps = self.total_timesteps;
+        run.algo_kwargs = match serde_json::to_value(cfg) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return Err(RlError::Other(
+                    "hyperparameters do not serialize to a map".into(),
+                ));
+            }
+        };
+        serde_yaml::to_string(&run)
+            .map(String::into_bytes)
+            .map_err(|e| RlError::Other(e.to_string()))
+    }
+}
+
+/// Reads a checkpoint of `algorithm`: the checkpoint and its run config.
+pub fn read_run(
+    dir: &std::path::Path,
+    algorithm: &str,
+) -> Result<(Checkpoint, RunConfig), RlError> {
+    let ck = rl_core::checkpoint::read_checkpoint(dir)?;
+    if ck.algorithm != algorithm {
+        return Err(RlError::Config(format!(
+            "{}: checkpoint of algorithm {:?}, not {algorithm}",
+            dir.display(),
+            ck.algorithm
+        )));
+    }
+    let text = std::str::from_utf8(ck.file("config.yaml")?)
+        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
+    let run =
+        RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
+    Ok((ck, run))
+}
+
+/// Parses a JSON file of checkpoint `ck`, errors naming it.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    ck: &Checkpoint,
+    name: &str,
+) -> Result<T, RlError> {
+    serde_json::from_slice(ck.file(name)?)
+        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of(name))))
+}
+
+/// Loads module weights from tensor file `name` of checkpoint `ck`.
+pub fn read_module<M: Module>(
+    ck: &Checkpoint,
+    name: &str,
+    module: M,
+    device: &rl_core::burn::tensor::Device,
+) -> Result<M, RlError> {
+    let path = ck.path_of(name);
+    let w = TensorMap::from_bytes(ck.file(name)?, &path)?;
+    Ok(rl_core::params::load_module_tensors(
+        module, &w, &path, device,
+    )?)
 }
