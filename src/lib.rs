@@ -10,6 +10,7 @@ pub use rl_envs as envs;
 pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppo as ppo;
+pub use rl_sac as sac;
 
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
@@ -19,7 +20,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "dqn"];
+pub const ALGORITHMS: &[&str] = &["ppo", "dqn", "sac"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -43,6 +44,7 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
+        "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -60,6 +62,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "sac" => Ok(Box::new(rl_sac::Sac::load(
             dir,
             &make_training_env,
             device,

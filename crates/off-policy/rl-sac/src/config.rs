@@ -1,0 +1,266 @@
+//! SAC hyperparameters: SB3's names and defaults, the seed's (RLlib's) options, RLlib names
+//! accepted as aliases.
+
+use rl_core::nn::Activation;
+use rl_core::replay::NStep;
+use rl_core::schedule::Schedule;
+use rl_off_policy::{ReplayOptions, TrainFrequency};
+use serde::{Deserialize, Serialize};
+
+/// A number, or `"auto"` / `"auto_<init>"` (SB3's `ent_coef` and `target_entropy`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AutoOr {
+    /// A fixed value.
+    Value(f64),
+    /// `auto` or `auto_<v>`.
+    Auto(String),
+}
+
+impl AutoOr {
+    /// `Ok(None)` for a number, `Ok(Some(init))` for `auto[_init]` (init absent: `None`
+    /// inside), an error naming `field` otherwise.
+    pub fn parse(&self, field: &str) -> Result<Option<Option<f64>>, String> {
+        match self {
+            AutoOr::Value(_) => Ok(None),
+            AutoOr::Auto(s) if s == "auto" => Ok(Some(None)),
+            AutoOr::Auto(s) => match s.strip_prefix("auto_").map(str::parse::<f64>) {
+                Some(Ok(v)) => Ok(Some(Some(v))),
+                _ => Err(format!(
+                    "algo_kwargs.{field}: expected a number, \"auto\" or \"auto_<number>\", got {s:?}"
+                )),
+            },
+        }
+    }
+}
+
+/// Network shape (SB3's `policy_kwargs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SacPolicyKwargs {
+    /// Hidden layers of the actor and of each critic.
+    #[serde(alias = "fcnet_hiddens")]
+    pub net_arch: Vec<usize>,
+    /// Hidden activation.
+    #[serde(alias = "fcnet_activation")]
+    pub activation_fn: Activation,
+}
+
+impl Default for SacPolicyKwargs {
+    fn default() -> Self {
+        Self {
+            net_arch: vec![256, 256],
+            activation_fn: Activation::Relu,
+        }
+    }
+}
+
+/// SAC hyperparameters (`algo_kwargs` of a run config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SacConfig {
+    /// Step size of every optimizer unless `actor_lr`/`critic_lr`/`alpha_lr` are set.
+    #[serde(alias = "lr")]
+    pub learning_rate: Schedule,
+    /// Actor step size (a number or schedule).
+    pub actor_lr: Option<Schedule>,
+    /// Critic step size.
+    pub critic_lr: Option<Schedule>,
+    /// Entropy-coefficient step size.
+    #[serde(alias = "entropy_learning_rate")]
+    pub alpha_lr: Option<Schedule>,
+    /// Replay capacity.
+    #[serde(alias = "replay_buffer_capacity")]
+    pub buffer_size: usize,
+    /// Env steps of uniformly random actions before learning starts.
+    #[serde(alias = "num_steps_sampled_before_learning_starts")]
+    pub learning_starts: u64,
+    /// Transitions per gradient step.
+    #[serde(alias = "train_batch_size")]
+    pub batch_size: usize,
+    /// Polyak coefficient of the target critics.
+    pub tau: f64,
+    /// Discount.
+    pub gamma: f64,
+    /// Vector-env steps between updates.
+    pub train_freq: usize,
+    /// Gradient steps per update (−1: one per env step collected).
+    pub gradient_steps: i64,
+    /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
+    pub training_intensity: Option<f64>,
+    /// Gradient steps between target updates.
+    #[serde(alias = "target_network_update_freq")]
+    pub target_update_interval: u64,
+    /// Entropy coefficient α: a number, or `auto`/`auto_<init>` to learn it.
+    pub ent_coef: AutoOr,
+    /// Initial α when learned (RLlib's name; overrides `auto_<init>`).
+    pub initial_alpha: Option<f64>,
+    /// Target entropy: `auto` (−|A| continuous; 0.98·log|A| discrete) or a number.
+    pub target_entropy: AutoOr,
+    /// Two critics, the minimum taken (false: one).
+    pub twin_q: bool,
+    /// n-step returns.
+    pub n_step: NStep,
+    /// Clip env actions to the bounds (squashed actions are inside them already).
+    pub clip_actions: bool,
+    /// Global-norm gradient clipping per network (null: none).
+    #[serde(alias = "grad_clip")]
+    pub max_grad_norm: Option<f64>,
+    /// Prioritized replay.
+    pub prioritized_replay: bool,
+    /// PER α.
+    pub prioritized_replay_alpha: f64,
+    /// PER β at the start.
+    pub prioritized_replay_beta: f64,
+    /// PER ε.
+    pub prioritized_replay_eps: f64,
+    /// Save the replay buffer with checkpoints.
+    pub store_buffer_in_checkpoints: bool,
+    /// gSDE (not available for SAC yet: must be false).
+    pub use_sde: bool,
+    /// Network shape.
+    pub policy_kwargs: SacPolicyKwargs,
+}
+
+impl Default for SacConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: Schedule::Constant(3e-4),
+            actor_lr: None,
+            critic_lr: None,
+            alpha_lr: None,
+            buffer_size: 1_000_000,
+            learning_starts: 100,
+            batch_size: 256,
+            tau: 0.005,
+            gamma: 0.99,
+            train_freq: 1,
+            gradient_steps: 1,
+            training_intensity: None,
+            target_update_interval: 1,
+            ent_coef: AutoOr::Auto("auto".into()),
+            initial_alpha: None,
+            target_entropy: AutoOr::Auto("auto".into()),
+            twin_q: true,
+            n_step: NStep::Fixed(1),
+            clip_actions: false,
+            max_grad_norm: None,
+            prioritized_replay: false,
+            prioritized_replay_alpha: 0.6,
+            prioritized_replay_beta: 0.4,
+            prioritized_replay_eps: 1e-6,
+            store_buffer_in_checkpoints: false,
+            use_sde: false,
+            policy_kwargs: SacPolicyKwargs::default(),
+        }
+    }
+}
+
+impl SacConfig {
+    /// Parses `algo_kwargs` strictly and checks value ranges.
+    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let c: Self =
+            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        self.train_frequency().validate()?;
+        self.replay_options().validate()?;
+        for (f, s) in [
+            ("learning_rate", Some(&self.learning_rate)),
+            ("actor_lr", self.actor_lr.as_ref()),
+            ("critic_lr", self.critic_lr.as_ref()),
+            ("alpha_lr", self.alpha_lr.as_ref()),
+        ] {
+            if s.is_some_and(|s| s.initial() <= 0.0) {
+                return err(f, "must be positive");
+            }
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return err("gamma", "must be in [0, 1]");
+        }
+        if !(self.tau > 0.0 && self.tau <= 1.0) {
+            return err("tau", "must be in (0, 1]");
+        }
+        if self.target_update_interval == 0 {
+            return err("target_update_interval", "must be at least 1");
+        }
+        match self.ent_coef.parse("ent_coef")? {
+            None => {
+                if let AutoOr::Value(v) = self.ent_coef
+                    && !(v >= 0.0)
+                {
+                    return err("ent_coef", "must be ≥ 0");
+                }
+            }
+            Some(init) => {
+                if init.or(self.initial_alpha).is_some_and(|a| !(a > 0.0)) {
+                    return err("initial_alpha", "must be positive");
+                }
+            }
+        }
+        self.target_entropy.parse("target_entropy")?;
+        if self.max_grad_norm.is_some_and(|g| g <= 0.0) {
+            return err(
+                "max_grad_norm",
+                "must be positive (or null for no clipping)",
+            );
+        }
+        if self.policy_kwargs.net_arch.contains(&0) {
+            return err("policy_kwargs.net_arch", "layer widths must be at least 1");
+        }
+        if self.use_sde {
+            return err(
+                "use_sde",
+                "gSDE is not implemented for SAC; set it to false",
+            );
+        }
+        Ok(())
+    }
+
+    /// The loop settings.
+    pub fn train_frequency(&self) -> TrainFrequency {
+        TrainFrequency {
+            learning_starts: self.learning_starts,
+            train_freq: self.train_freq,
+            gradient_steps: self.gradient_steps,
+            training_intensity: self.training_intensity,
+            batch_size: self.batch_size,
+        }
+    }
+
+    /// The replay settings.
+    pub fn replay_options(&self) -> ReplayOptions {
+        ReplayOptions {
+            buffer_size: self.buffer_size,
+            n_step: self.n_step,
+            prioritized: self.prioritized_replay,
+            alpha: self.prioritized_replay_alpha,
+            beta: self.prioritized_replay_beta,
+            eps: self.prioritized_replay_eps,
+        }
+    }
+
+    /// Learned α: its initial value; fixed α: `None`.
+    pub fn learned_alpha_init(&self) -> Option<f64> {
+        match self.ent_coef.parse("ent_coef").ok().flatten() {
+            Some(init) => Some(self.initial_alpha.or(init).unwrap_or(1.0)),
+            None => None,
+        }
+    }
+
+    /// The entropy target for `act_dim` continuous dimensions or `n_actions` discrete ones.
+    pub fn target_entropy_for(&self, continuous_dim: Option<usize>, n_actions: usize) -> f64 {
+        match &self.target_entropy {
+            AutoOr::Value(v) => *v,
+            AutoOr::Auto(_) => match continuous_dim {
+                Some(d) => -(d as f64),
+                None => 0.98 * (n_actions as f64).ln(),
+            },
+        }
+    }
+}

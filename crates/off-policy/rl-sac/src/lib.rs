@@ -1,0 +1,660 @@
+//! rl-sac: Soft Actor-Critic (Haarnoja et al. 2018) as stable-baselines3's `SAC` —
+//! tanh-squashed Gaussian actor, twin critics with Polyak-averaged targets, learned entropy
+//! coefficient — and its discrete-action form (Christodoulou 2019): categorical actor,
+//! critics over all actions, expectations instead of samples.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod loss;
+pub mod model;
+
+pub use config::{AutoOr, SacConfig, SacPolicyKwargs};
+pub use model::{Actor, Critics};
+
+use rayon::prelude::*;
+use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
+use rl_core::batch::{host, tensor1, tensor2};
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::{Device, Tensor};
+use rl_core::checkpoint::write_checkpoint;
+use rl_core::config::RunConfig;
+use rl_core::logger::Metrics;
+use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
+use rl_core::replay::{Replay, TransitionBatch};
+use rl_core::{Rng, Space};
+pub use rl_off_policy::EnvMaker;
+use rl_off_policy::{CoreState, OffPolicyCore, polyak, read_json, read_module, read_run};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Instant;
+
+/// The optimization half of SAC.
+pub struct SacLearner {
+    cfg: SacConfig,
+    device: Device,
+    actor: Actor,
+    critic: Critics,
+    critic_target: Critics,
+    opt_actor: FlatOptimizer,
+    opt_critic: FlatOptimizer,
+    log_alpha: f64,
+    opt_alpha: loss::ScalarAdam,
+    learn_alpha: bool,
+    target_entropy: f64,
+    /// Continuous action width, or `None` for discrete actions.
+    act_dim: Option<usize>,
+    n_actions: usize,
+    rng_noise: Rng,
+    grad_steps: u64,
+    td_errors: Vec<f32>,
+    /// Env steps so far, for the schedules.
+    pub num_timesteps: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
+}
+
+impl SacLearner {
+    /// A learner for `actor` and `critic` (autodiff `device`); targets start as copies.
+    /// `act_dim` is the continuous action width (`None`: `n_actions` discrete actions).
+    pub fn new(
+        cfg: SacConfig,
+        actor: Actor,
+        critic: Critics,
+        act_dim: Option<usize>,
+        n_actions: usize,
+        device: Device,
+        rng_noise: Rng,
+    ) -> Self {
+        let alpha0 = cfg.learned_alpha_init();
+        let log_alpha = match (&cfg.ent_coef, alpha0) {
+            (_, Some(a)) => a.ln(),
+            (AutoOr::Value(v), None) => v.ln(),
+            _ => 0.0,
+        };
+        Self {
+            opt_actor: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
+            opt_critic: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
+            target_entropy: cfg.target_entropy_for(act_dim, n_actions),
+            learn_alpha: alpha0.is_some(),
+            critic_target: critic.valid(),
+            cfg,
+            device,
+            actor,
+            critic,
+            log_alpha,
+            opt_alpha: loss::ScalarAdam::default(),
+            act_dim,
+            n_actions,
+            rng_noise,
+            grad_steps: 0,
+            td_errors: Vec::new(),
+            num_timesteps: 0,
+            total_timesteps: 0,
+        }
+    }
+
+    /// The actor.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// The critics.
+    pub fn critic(&self) -> &Critics {
+        &self.critic
+    }
+
+    /// The target critics.
+    pub fn critic_target(&self) -> &Critics {
+        &self.critic_target
+    }
+
+    /// The entropy coefficient α now.
+    pub fn alpha(&self) -> f64 {
+        self.log_alpha.exp()
+    }
+
+    /// |Q₁ − y| of each row of the last batch (new priorities).
+    pub fn td_errors(&self) -> &[f32] {
+        &self.td_errors
+    }
+
+    fn lr(&self, s: &Option<rl_core::schedule::Schedule>) -> f64 {
+        s.as_ref()
+            .unwrap_or(&self.cfg.learning_rate)
+            .value(self.num_timesteps, self.total_timesteps)
+    }
+
+    fn normal(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.rng_noise.normal() as f32).collect()
+    }
+}
+
+impl Learner for SacLearner {
+    type Batch = TransitionBatch;
+
+    /// One gradient step (SB3's order): entropy coefficient, critics, actor, then the
+    /// target critics every `target_update_interval` steps.
+    fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
+        let b = batch.len();
+        let od = batch.obs.len() / b.max(1);
+        let dev = self.device.clone();
+        let inner = dev.clone().inner();
+        let (lr_a, lr_c, lr_al) = (
+            self.lr(&self.cfg.actor_lr),
+            self.lr(&self.cfg.critic_lr),
+            self.lr(&self.cfg.alpha_lr),
+        );
+        let obs = tensor2(batch.obs.clone(), b, od, &dev);
+        let next = tensor2(batch.next_obs.clone(), b, od, &inner);
+        let weights = tensor1(batch.weights.clone(), &dev);
+        let alpha = self.alpha();
+        let actor_inner = self.actor.valid();
+        let n = self.n_actions;
+        let (eps_pi, eps_next) = match self.act_dim {
+            Some(a) => (
+                Some(tensor2(self.normal(b * a), b, a, &dev)),
+                Some(tensor2(self.normal(b * a), b, a, &inner)),
+            ),
+            None => (None, None),
+        };
+        let mask = self.act_dim.is_none().then(|| {
+            let mut mask = vec![0.0f32; b * n];
+            for (i, &a) in batch.actions.iter().enumerate() {
+                mask[i * n + (a as usize).min(n - 1)] = 1.0;
+            }
+            tensor2(mask, b, n, &dev)
+        });
+        let (actor, critic, critic_target) = (&self.actor, &self.critic, &self.critic_target);
+        // Both halves run at once on the two cores: the soft value of the next states (target
+        // critics, no gradients) and the policy and critic forward passes on the batch.
+        let (v_next, (pi, alpha_stat, qs)) = rayon::join(
+            || match eps_next {
+                Some(eps) => {
+                    let (na, nlogp) = actor_inner.sample(next.clone(), eps);
+                    let q = critic_target.min(Tensor::cat(vec![next, na], 1));
+                    host(q.reshape([b]) - nlogp.mul_scalar(alpha))
+                }
+                None => {
+                    let lp = host(actor_inner.log_probs(next.clone()));
+                    let q = host(critic_target.min(next));
+                    loss::discrete_soft_value(&lp, &q, n, alpha as f32)
+                }
+            },
+            || match (eps_pi, &mask) {
+                (Some(eps), _) => {
+                    let (act_pi, logp) = actor.sample(obs.clone(), eps);
+                    let lp = host(logp.clone().inner());
+                    let a = act_pi.dims()[1];
+                    let act = tensor2(batch.actions.clone(), b, a, &dev);
+                    let qs: Vec<Tensor<1>> = critic
+                        .forward(Tensor::cat(vec![obs.clone(), act], 1))
+                        .into_iter()
+                        .map(|q| q.reshape([b]))
+                        .collect();
+                    (Pi::Continuous(act_pi, logp), lp, qs)
+                }
+                (None, Some(mask)) => {
+                    let lp = actor.log_probs(obs.clone());
+                    let h = host(lp.clone().inner());
+                    let neg_ent = h
+                        .chunks(n)
+                        .map(|r| r.iter().map(|&l| l.exp() * l).sum())
+                        .collect::<Vec<f32>>();
+                    let qs = critic
+                        .forward(obs.clone())
+                        .into_iter()
+                        .map(|q| (q * mask.clone()).sum_dim(1).reshape([b]))
+                        .collect();
+                    (Pi::Discrete(lp), neg_ent, qs)
+                }
+                (None, None) => unreachable!("discrete batches have a mask"),
+            },
+        );
+        // SB3 steps α first, with the coefficient used below taken before that step.
+        let mean_logp = alpha_stat.iter().map(|&v| v as f64).sum::<f64>() / b as f64;
+        if self.learn_alpha {
+            let g = loss::alpha_loss_grad(&alpha_stat, self.target_entropy);
+            self.log_alpha = self.opt_alpha.step(self.log_alpha, g, lr_al);
+        }
+        let y = loss::soft_targets(&batch.rewards, &batch.discounts, &batch.terminated, &v_next);
+        let q1 = host(qs[0].clone().inner());
+        self.td_errors = q1.iter().zip(&y).map(|(q, y)| (q - y).abs()).collect();
+        // Each critic's loss is its own graph: their backward passes run in parallel and the
+        // gradient of the sum is the sum of the gradients.
+        let y = tensor1(y, &dev);
+        let mut parts: Vec<(f64, _)> = qs
+            .into_par_iter()
+            .map(|q| {
+                let l = loss::critic_loss(vec![q], y.clone(), weights.clone());
+                (host(l.clone().inner())[0] as f64, l.backward())
+            })
+            .collect();
+        let cl = parts.iter().map(|p| p.0).sum::<f64>();
+        let g = parts
+            .drain(..)
+            .map(|(_, grads)| flat_grads(&self.critic, grads, &dev))
+            .reduce(|a, b| a + b)
+            .expect("at least one critic");
+        let (critic, cstats) = self.opt_critic.step_flat(lr_c, self.critic.clone(), g);
+        self.critic = critic;
+        // Actor, through the updated critics (their parameters frozen).
+        let frozen = self.critic.clone().no_grad();
+        let actor_loss = match pi {
+            Pi::Continuous(act, logp) => {
+                let q = frozen.min(Tensor::cat(vec![obs, act], 1)).reshape([b]);
+                loss::actor_loss(logp, q, alpha)
+            }
+            Pi::Discrete(lp) => {
+                let q = Tensor::from_inner(self.critic.valid().min(obs.inner()));
+                loss::discrete_actor_loss(lp, q, alpha)
+            }
+        };
+        let al = host(actor_loss.clone().inner())[0] as f64;
+        if !(al.is_finite() && cl.is_finite()) {
+            return Err(RlError::NonFinite {
+                step: self.num_timesteps,
+                metric: if cl.is_finite() {
+                    "losses/actor_loss"
+                } else {
+                    "losses/qf_loss"
+                }
+                .into(),
+                value: if cl.is_finite() { al } else { cl },
+            });
+        }
+        let g = flat_grads(&self.actor, actor_loss.backward(), &dev);
+        let (actor, _) = self.opt_actor.step_flat(lr_a, self.actor.clone(), g);
+        self.actor = actor;
+        self.grad_steps += 1;
+        if self
+            .grad_steps
+            .is_multiple_of(self.cfg.target_update_interval)
+        {
+            let t = self.critic_target.clone();
+            self.critic_target = polyak(t, &self.critic.valid(), self.cfg.tau);
+        }
+        let mut m = Metrics::new();
+        m.insert("losses/qf_loss".into(), cl);
+        m.insert("losses/actor_loss".into(), al);
+        m.insert("losses/alpha".into(), alpha);
+        m.insert(
+            "losses/q_values".into(),
+            q1.iter().map(|&v| v as f64).sum::<f64>() / b as f64,
+        );
+        m.insert("losses/entropy".into(), -mean_logp);
+        m.insert("losses/qf_grad_norm".into(), cstats.grad_norm as f64);
+        m.insert("charts/learning_rate".into(), lr_a);
+        Ok(m)
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.actor)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        self.actor = load_module_tensors(self.actor.clone(), weights, "weights", &self.device)?;
+        Ok(())
+    }
+}
+
+enum Pi {
+    Continuous(Tensor<2>, Tensor<1>),
+    Discrete(Tensor<2>),
+}
+
+/// What `state.json` holds besides the family's [`CoreState`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedState {
+    core: CoreState,
+    actor_steps: u64,
+    critic_steps: u64,
+    grad_steps: u64,
+    log_alpha: f64,
+    opt_alpha: loss::ScalarAdam,
+    rng_noise: Rng,
+}
+
+/// A SAC agent with its envs and replay buffer.
+pub struct Sac {
+    core: OffPolicyCore,
+    learner: SacLearner,
+    infer: Device,
+    /// Box bounds (continuous actions).
+    bounds: Option<(Vec<f32>, Vec<f32>)>,
+}
+
+impl Sac {
+    /// A fresh agent for `run` (its `algo_kwargs` are SAC hyperparameters) on `device`.
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let cfg = SacConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        let core = OffPolicyCore::new(run, make_env, &cfg.replay_options(), |space| match space {
+            Space::Discrete { .. } => Ok(1),
+            Space::Box { low, high, .. }
+                if low.iter().chain(high.iter()).all(|v| v.is_finite()) =>
+            {
+                Ok(low.len())
+            }
+            other => Err(RlError::Config(format!(
+                "sac needs a Discrete or a bounded Box action space; {} has {other:?}",
+                run.env_id
+            ))),
+        })?;
+        let (act_dim, n_actions, bounds) = match &core.act_space {
+            Space::Discrete { n, .. } => (None, *n as usize, None),
+            Space::Box { low, high, .. } => {
+                (Some(low.len()), 0, Some((low.to_vec(), high.to_vec())))
+            }
+            _ => unreachable!("checked above"),
+        };
+        let device = device.clone().autodiff();
+        let mut rng = Rng::for_stream(run.seed, "init");
+        let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
+        let d_obs = core.obs_space.flat_dim();
+        let actor = Actor::new(d_obs, act_dim, n_actions, arch, act_fn, &mut rng, &device);
+        let n_critics = if cfg.twin_q { 2 } else { 1 };
+        let critic = match act_dim {
+            Some(a) => Critics::new(n_critics, d_obs + a, 1, arch, act_fn, &mut rng, &device),
+            None => Critics::new(n_critics, d_obs, n_actions, arch, act_fn, &mut rng, &device),
+        };
+        let mut learner = SacLearner::new(
+            cfg,
+            actor,
+            critic,
+            act_dim,
+            n_actions,
+            device.clone(),
+            Rng::for_stream(run.seed, "noise"),
+        );
+        learner.total_timesteps = run.total_timesteps;
+        Ok(Self {
+            core,
+            learner,
+            infer: device.inner(),
+            bounds,
+        })
+    }
+
+    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, "sac")?;
+        let mut sac = Self::new(&run, make_env, device)?;
+        let state: SavedState = read_json(&ck, "state.json")?;
+        let dev = sac.learner.device.clone();
+        let l = &mut sac.learner;
+        l.actor = read_module(&ck, "actor.safetensors", l.actor.clone(), &dev)?;
+        l.critic = read_module(&ck, "critic.safetensors", l.critic.clone(), &dev)?;
+        l.critic_target = read_module(
+            &ck,
+            "critic_target.safetensors",
+            l.critic_target.clone(),
+            &dev,
+        )?
+        .valid();
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        l.opt_actor.load(
+            "actor",
+            &mut opt,
+            state.actor_steps,
+            num_params(&l.actor),
+            &opt_file,
+            &dev,
+        )?;
+        l.opt_critic.load(
+            "critic",
+            &mut opt,
+            state.critic_steps,
+            num_params(&l.critic),
+            &opt_file,
+            &dev,
+        )?;
+        l.grad_steps = state.grad_steps;
+        l.log_alpha = state.log_alpha;
+        l.opt_alpha = state.opt_alpha;
+        l.rng_noise = state.rng_noise;
+        let store = l.cfg.store_buffer_in_checkpoints;
+        sac.core.restore(state.core, &ck, store)?;
+        Ok(sac)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &SacConfig {
+        &self.learner.cfg
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &SacLearner {
+        &self.learner
+    }
+
+    /// The replay buffer.
+    pub fn replay(&self) -> &Replay {
+        &self.core.replay
+    }
+
+    /// Warnings raised while loading.
+    pub fn warnings(&self) -> &[String] {
+        &self.core.warnings
+    }
+}
+
+/// Policy actions for `n` flat observations: `(env actions, stored actions)`. Continuous:
+/// stored in [−1, 1], rescaled to the bounds for the env.
+fn act(
+    actor: &Actor,
+    flat: &[f32],
+    n: usize,
+    deterministic: bool,
+    rng: &mut Rng,
+    bounds: &Option<(Vec<f32>, Vec<f32>)>,
+    clip: bool,
+    device: &Device,
+) -> (Vec<f32>, Vec<f32>) {
+    let d = flat.len() / n.max(1);
+    let obs = tensor2(flat.to_vec(), n, d, device);
+    match bounds {
+        Some((lo, hi)) => {
+            let a = lo.len();
+            let squashed = if deterministic {
+                host(actor.mean_action(obs))
+            } else {
+                let eps = (0..n * a).map(|_| rng.normal() as f32).collect();
+                host(actor.sample(obs, tensor2(eps, n, a, device)).0)
+            };
+            let env = squashed
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| {
+                    let (l, h) = (lo[i % a], hi[i % a]);
+                    let v = l + (s + 1.0) * 0.5 * (h - l);
+                    if clip { v.clamp(l, h) } else { v }
+                })
+                .collect();
+            (env, squashed)
+        }
+        None => {
+            let lp = host(actor.log_probs(obs));
+            let k = lp.len() / n.max(1);
+            let acts: Vec<f32> = lp
+                .chunks(k)
+                .map(|row| {
+                    if deterministic {
+                        let mut best = 0;
+                        for (i, &v) in row.iter().enumerate() {
+                            if v > row[best] {
+                                best = i;
+                            }
+                        }
+                        best as f32
+                    } else {
+                        let u = rng.uniform() as f32;
+                        let mut c = 0.0;
+                        let mut pick = k - 1;
+                        for (i, &l) in row.iter().enumerate() {
+                            c += l.exp();
+                            if u < c {
+                                pick = i;
+                                break;
+                            }
+                        }
+                        pick as f32
+                    }
+                })
+                .collect();
+            (acts.clone(), acts)
+        }
+    }
+}
+
+impl Algorithm for Sac {
+    fn name(&self) -> &str {
+        "sac"
+    }
+    fn num_timesteps(&self) -> u64 {
+        self.core.num_timesteps
+    }
+    fn total_timesteps(&self) -> u64 {
+        self.core.total_timesteps
+    }
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.core.total_timesteps = total;
+    }
+    fn observation_space(&self) -> &Space {
+        &self.core.obs_space
+    }
+    fn action_space(&self) -> &Space {
+        &self.core.act_space
+    }
+
+    /// `train_freq` vector steps (uniform random actions before `learning_starts`), then
+    /// the gradient steps due.
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let cfg = self.learner.cfg.clone();
+        let actor = self.learner.actor.valid();
+        let (bounds, infer, n_actions) = (&self.bounds, &self.infer, self.learner.n_actions);
+        let c = self.core.collect(
+            cfg.train_freq,
+            cfg.learning_starts,
+            |obs, n, rng, random, _| {
+                Ok(if random {
+                    match bounds {
+                        Some((lo, hi)) => {
+                            let a = lo.len();
+                            let s: Vec<f32> = (0..n * a)
+                                .map(|_| rng.uniform_range(-1.0, 1.0) as f32)
+                                .collect();
+                            let env = s
+                                .iter()
+                                .enumerate()
+                                .map(|(i, &v)| {
+                                    lo[i % a] + (v + 1.0) * 0.5 * (hi[i % a] - lo[i % a])
+                                })
+                                .collect();
+                            (env, s)
+                        }
+                        None => {
+                            let v: Vec<f32> =
+                                (0..n).map(|_| rng.below(n_actions as u64) as f32).collect();
+                            (v.clone(), v)
+                        }
+                    }
+                } else {
+                    act(&actor, obs, n, false, rng, bounds, cfg.clip_actions, infer)
+                })
+            },
+        )?;
+        let steps = cfg.train_frequency().gradient_steps(
+            self.core.num_timesteps,
+            c.steps,
+            &mut self.core.credit,
+        );
+        self.learner.num_timesteps = self.core.num_timesteps;
+        self.learner.total_timesteps = self.core.total_timesteps;
+        let beta = cfg
+            .replay_options()
+            .beta_at(self.core.num_timesteps, self.core.total_timesteps);
+        let mut sums = Metrics::new();
+        for _ in 0..steps {
+            let mut batch = self.core.replay.sample(
+                cfg.batch_size,
+                cfg.gamma as f32,
+                beta,
+                &mut self.core.rng_replay,
+            );
+            let m = self.learner.update(&mut batch)?;
+            self.core
+                .replay
+                .update_priorities(&batch.indices, self.learner.td_errors());
+            for (k, v) in m {
+                *sums.entry(k).or_insert(0.0) += v;
+            }
+        }
+        let mut m: Metrics = sums
+            .into_iter()
+            .map(|(k, v)| (k, v / steps.max(1) as f64))
+            .collect();
+        self.core.iterations += 1;
+        m.insert("charts/gradient_steps".into(), steps as f64);
+        self.core.finish_metrics(&mut m, &c, t0);
+        check_finite(self.core.num_timesteps, &m)?;
+        Ok(m)
+    }
+
+    /// The squashed mean (continuous) or the most likely action (discrete) when
+    /// `deterministic`; a policy sample otherwise.
+    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+        let (flat, n) = self.core.flat_obs(obs)?;
+        let actor = self.learner.actor.valid();
+        Ok(act(
+            &actor,
+            &flat,
+            n,
+            deterministic,
+            &mut self.core.rng_predict,
+            &self.bounds,
+            self.learner.cfg.clip_actions,
+            &self.infer,
+        )
+        .0)
+    }
+
+    fn env_stats(&self) -> Vec<serde_json::Value> {
+        self.core.collector.env.envs()[0].save_stats()
+    }
+
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let l = &self.learner;
+        let mut opt = TensorMap::default();
+        let actor_steps = l.opt_actor.save("actor", &mut opt);
+        let critic_steps = l.opt_critic.save("critic", &mut opt);
+        let (core, replay_file) = self.core.state(l.cfg.store_buffer_in_checkpoints)?;
+        let state = SavedState {
+            core,
+            actor_steps,
+            critic_steps,
+            grad_steps: l.grad_steps,
+            log_alpha: l.log_alpha,
+            opt_alpha: l.opt_alpha.clone(),
+            rng_noise: l.rng_noise.clone(),
+        };
+        let mut files = vec![
+            ("config.yaml", self.core.run_to_save(&l.cfg)?),
+            ("actor.safetensors", module_tensors(&l.actor).to_bytes()),
+            ("critic.safetensors", module_tensors(&l.critic).to_bytes()),
+            (
+                "critic_target.safetensors",
+                module_tensors(&l.critic_target).to_bytes(),
+            ),
+            ("optimizer.safetensors", opt.to_bytes()),
+            (
+                "state.json",
+                serde_json::to_vec_pretty(&state).expect("serializable"),
+            ),
+        ];
+        files.extend(replay_file);
+        write_checkpoint(dir, "sac", &files)?;
+        Ok(())
+    }
+}
