@@ -86,6 +86,12 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "dqn_cartpole",
         },
+        Case {
+            name: "SAC Pendulum-v1 20k",
+            config: "examples/configs/sac_pendulum.yaml",
+            seeds: vec![0],
+            sb3: "sac_pendulum",
+        },
     ]
 }
 
@@ -93,7 +99,7 @@ const SB3_SCRIPT: &str = r#"
 import sys, time, json
 import torch
 torch.set_num_threads(1)
-from stable_baselines3 import DQN, PPO
+from stable_baselines3 import DQN, PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 case, seed = sys.argv[1], int(sys.argv[2])
@@ -109,6 +115,11 @@ elif case == "dqn_cartpole":
                 exploration_fraction=0.16, exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]),
                 seed=seed, device="cpu")
     steps = 50_000
+elif case == "sac_pendulum":
+    torch.set_num_threads(2)  # SB3's faster setting for SAC here
+    env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed)
+    model = SAC("MlpPolicy", env, learning_rate=1e-3, seed=seed, device="cpu")
+    steps = 20_000
 else:
     env = make_vec_env("Pendulum-v1", n_envs=4, seed=seed)
     model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=10, gamma=0.9, gae_lambda=0.95,
@@ -118,7 +129,7 @@ t = time.time()
 model.learn(steps)
 secs = time.time() - t
 import gymnasium as gym
-mean, std = evaluate_policy(model, gym.make("Pendulum-v1" if case == "pendulum" else "CartPole-v1"), n_eval_episodes=10, deterministic=True)
+mean, std = evaluate_policy(model, gym.make("Pendulum-v1" if "pendulum" in case else "CartPole-v1"), n_eval_episodes=10, deterministic=True)
 print(json.dumps({"train_seconds": secs, "eval_mean_return": mean}))
 "#;
 

@@ -694,10 +694,7 @@ mod tests {
                 "index {i}: {got} vs {want}"
             );
         }
-        assert!(
-            s.weights.iter().any(|&x| x == 1.0),
-            "the rarest sample has weight 1"
-        );
+        assert!(s.weights.contains(&1.0), "the rarest sample has weight 1");
         assert!(b.max_priority >= 4.0);
     }
 

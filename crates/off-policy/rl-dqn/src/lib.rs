@@ -262,7 +262,7 @@ impl Dqn {
         let mut rng_init = Rng::for_stream(run.seed, "init");
         let net = QNetworkConfig {
             d_input: core.obs_space.flat_dim(),
-            n_actions: n as usize,
+            n_actions: n,
             net_arch: cfg.policy_kwargs.net_arch.clone(),
             hiddens: cfg.hiddens.clone(),
             activation: cfg.policy_kwargs.activation_fn,

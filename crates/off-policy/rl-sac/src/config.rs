@@ -247,10 +247,11 @@ impl SacConfig {
 
     /// Learned α: its initial value; fixed α: `None`.
     pub fn learned_alpha_init(&self) -> Option<f64> {
-        match self.ent_coef.parse("ent_coef").ok().flatten() {
-            Some(init) => Some(self.initial_alpha.or(init).unwrap_or(1.0)),
-            None => None,
-        }
+        self.ent_coef
+            .parse("ent_coef")
+            .ok()
+            .flatten()
+            .map(|init| self.initial_alpha.or(init).unwrap_or(1.0))
     }
 
     /// The entropy target for `act_dim` continuous dimensions or `n_actions` discrete ones.

@@ -298,6 +298,7 @@ impl Learner for SacLearner {
     }
 }
 
+#[allow(clippy::large_enum_variant)] // lives for one update
 enum Pi {
     Continuous(Tensor<2>, Tensor<1>),
     Discrete(Tensor<2>),
@@ -341,7 +342,7 @@ impl Sac {
             ))),
         })?;
         let (act_dim, n_actions, bounds) = match &core.act_space {
-            Space::Discrete { n, .. } => (None, *n as usize, None),
+            Space::Discrete { n, .. } => (None, *n, None),
             Space::Box { low, high, .. } => {
                 (Some(low.len()), 0, Some((low.to_vec(), high.to_vec())))
             }
