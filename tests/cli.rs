@@ -111,6 +111,7 @@ fn train_eval_resume() {
         run2.to_str().unwrap(),
     ]);
     assert_eq!(j["total_timesteps"], 3072);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -145,6 +146,7 @@ fn bad_config_names_the_key() {
     if !cfg!(feature = "cuda") {
         assert!(err.contains("cuda"), "{err}");
     }
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -176,4 +178,48 @@ fn envs_and_check_env() {
     let out = rl().args(["check-env", "Nope-v0"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nope-v0"));
+}
+
+#[test]
+fn off_policy_train_eval_resume() {
+    let d = tmp("offpolicy");
+    for (name, body) in [
+        (
+            "dqn",
+            "algorithm: dqn\nenv_id: CartPole-v1\ntotal_timesteps: 600\nseed: 2\nalgo_kwargs:\n  learning_starts: 200\n  train_freq: 50\n  gradient_steps: 5\n  batch_size: 16\n  store_buffer_in_checkpoints: true\n  policy_kwargs: {net_arch: [16]}\n",
+        ),
+        (
+            "sac",
+            "algorithm: sac\nenv_id: Pendulum-v1\ntotal_timesteps: 300\nseed: 2\nalgo_kwargs:\n  learning_starts: 100\n  batch_size: 16\n  policy_kwargs: {net_arch: [16]}\n",
+        ),
+    ] {
+        let cfg = d.join(format!("{name}.yaml"));
+        std::fs::write(&cfg, body).unwrap();
+        let run = d.join(name);
+        let j = run_ok(&[
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            run.to_str().unwrap(),
+        ]);
+        assert!(j["eval_mean_return"].is_number(), "{name}: {j}");
+        let ck = run.join("checkpoint");
+        assert!(ck.join("state.json").exists());
+        assert_eq!(ck.join("replay.safetensors").exists(), name == "dqn");
+        let j = run_ok(&["eval", ck.to_str().unwrap(), "--episodes", "2"]);
+        assert!(j.to_string().contains("mean"), "{name}: {j}");
+        let run2 = d.join(format!("{name}-resumed"));
+        let j = run_ok(&[
+            "resume",
+            ck.to_str().unwrap(),
+            "--total-timesteps",
+            "800",
+            "--quiet",
+            "--out",
+            run2.to_str().unwrap(),
+        ]);
+        assert!(j["total_timesteps"].as_u64().unwrap() >= 800, "{name}: {j}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -262,6 +262,7 @@ mod tests {
         fs::write(dir.join(MANIFEST), "{not json").unwrap();
         let e = read_checkpoint(&dir).unwrap_err().to_string();
         assert!(e.contains(MANIFEST), "{e}");
+        let _ = fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -279,5 +280,6 @@ mod tests {
         // And a kill while writing the temp dir leaves `dir` untouched.
         write_checkpoint(&dir, "ppo", &[("a.bin", vec![2])]).unwrap();
         assert_eq!(read_checkpoint(&dir).unwrap().file("a.bin").unwrap(), &[2]);
+        let _ = fs::remove_dir_all(&root);
     }
 }

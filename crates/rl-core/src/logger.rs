@@ -205,5 +205,6 @@ mod tests {
         }
         assert_eq!(n, 2);
         assert!(data.windows(22).any(|w| w == b"charts/episodic_return"));
+        let _ = fs::remove_dir_all(&dir);
     }
 }
