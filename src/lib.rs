@@ -4,6 +4,7 @@
 //! [`RunConfig`](rl_core::config::RunConfig). The `rl` binary is the command-line interface.
 #![warn(missing_docs)]
 
+pub use rl_awr as awr;
 pub use rl_core as core;
 pub use rl_dqn as dqn;
 pub use rl_envs as envs;
@@ -20,7 +21,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "dqn", "sac"];
+pub const ALGORITHMS: &[&str] = &["ppo", "dqn", "sac", "awr"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -45,6 +46,7 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
+        "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -67,6 +69,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "sac" => Ok(Box::new(rl_sac::Sac::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "awr" => Ok(Box::new(rl_awr::Awr::load(
             dir,
             &make_training_env,
             device,

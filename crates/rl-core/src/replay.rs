@@ -429,6 +429,27 @@ impl Replay {
         out
     }
 
+    /// Every stored transition in time order, `[rows][n_envs]` from the oldest row to the
+    /// newest (for algorithms that compute returns over the whole buffer, such as AWR). Uses
+    /// the configured n-step (AWR's buffers use 1).
+    pub fn chronological(&self) -> TransitionBatch {
+        let ne = self.cfg.n_envs;
+        let start = if self.full { self.pos } else { 0 };
+        let idx: Vec<usize> = (0..self.filled_rows())
+            .flat_map(|k| {
+                let row = (start + k) % self.rows;
+                (0..ne).map(move |e| row * ne + e)
+            })
+            .collect();
+        let n = idx.len();
+        self.gather(idx, vec![1.0; n], 1.0, &mut Rng::seed_from(0))
+    }
+
+    /// Rows (vector steps) stored.
+    pub fn rows_stored(&self) -> usize {
+        self.filled_rows()
+    }
+
     /// Sets the priorities of `indices` from |TD errors| (`p = (|δ| + eps)^α`). No-op without
     /// prioritization; non-finite errors are ignored so one bad batch cannot poison the tree.
     pub fn update_priorities(&mut self, indices: &[usize], td_errors: &[f32]) {
@@ -568,6 +589,16 @@ mod tests {
             terminated: term,
             truncated: trunc,
         });
+    }
+
+    #[test]
+    fn chronological_order_after_wrapping() {
+        let mut b = buf(3, 1, NStep::Fixed(1), None);
+        for i in 0..5 {
+            push(&mut b, i as f32, false, false);
+        }
+        assert_eq!(b.chronological().rewards, vec![2.0, 3.0, 4.0]);
+        assert_eq!(b.rows_stored(), 3);
     }
 
     #[test]

@@ -317,6 +317,16 @@ impl Space {
         }
     }
 
+    /// Clips a batch of raw Box actions to the bounds (other spaces: unchanged), as SB3 does
+    /// before stepping the env.
+    pub fn clip_to_bounds(&self, actions: &mut [f32]) {
+        if let Some((lo, hi)) = self.bounds() {
+            for (i, a) in actions.iter_mut().enumerate() {
+                *a = a.clamp(lo[i % lo.len()], hi[i % hi.len()]);
+            }
+        }
+    }
+
     /// Box bounds (`low`, `high`), if this is a Box.
     pub fn bounds(&self) -> Option<(&[f32], &[f32])> {
         match self {

@@ -160,6 +160,22 @@ impl ActorCritic {
         }
     }
 
+    /// Raw actions for a batch of flattened observations, drawn with `rng` (the
+    /// distribution's mode when `deterministic`); Box actions are not clipped.
+    pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
+        let latent = self.pi.forward(obs);
+        let params = crate::rollout::host(self.action_net.forward(latent));
+        let log_std = self
+            .log_std
+            .as_ref()
+            .map(|p| crate::rollout::host(p.val()))
+            .unwrap_or_default();
+        let mut actions = Vec::new();
+        self.dist
+            .sample(&params, &log_std, rng, deterministic, &mut actions);
+        actions
+    }
+
     /// Values `[B]` only.
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
         let latent = match &self.vf {

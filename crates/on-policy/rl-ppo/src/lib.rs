@@ -466,22 +466,12 @@ impl Algorithm for Ppo {
         let mut flat = Vec::new();
         flatten_batch(&self.obs_space, obs, &mut flat);
         let p = self.learner.policy.valid();
-        let out = p.forward(tensor2(flat, n, self.obs_space.flat_dim(), &self.infer));
-        let params = host(out.params);
-        let log_std = out.log_std.map(host).unwrap_or_default();
-        let mut actions = Vec::new();
-        p.dist.sample(
-            &params,
-            &log_std,
+        let mut actions = p.sample_actions(
+            tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
             &mut self.rng_predict,
             deterministic,
-            &mut actions,
         );
-        if let Some((lo, hi)) = self.act_space.bounds() {
-            for (i, a) in actions.iter_mut().enumerate() {
-                *a = a.clamp(lo[i % lo.len()], hi[i % hi.len()]);
-            }
-        }
+        self.act_space.clip_to_bounds(&mut actions);
         Ok(actions)
     }
 

@@ -1,0 +1,126 @@
+//! AWR hyperparameters: the seed table's names and defaults, the paper's (Peng et al. 2019)
+//! for what the seed leaves open, its reference implementation's names as aliases.
+
+use rl_core::schedule::Schedule;
+use rl_on_policy::{NetArch, PolicyKwargs};
+use serde::{Deserialize, Serialize};
+
+/// AWR hyperparameters (`algo_kwargs` of a run config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AwrConfig {
+    /// Adam step size of both networks.
+    #[serde(alias = "lr")]
+    pub learning_rate: Schedule,
+    /// Transitions per gradient step.
+    pub batch_size: usize,
+    /// Discount.
+    pub gamma: f64,
+    /// TD(λ) of the value targets.
+    #[serde(alias = "lambda_", alias = "td_lambda")]
+    pub gae_lambda: f64,
+    /// Temperature β of the weights `exp(A / β)`.
+    #[serde(alias = "temperature", alias = "temp")]
+    pub beta: f64,
+    /// Upper bound of the weights.
+    #[serde(alias = "weight_clip")]
+    pub max_weight: f64,
+    /// Env steps per env between updates.
+    #[serde(alias = "samples_per_iter")]
+    pub n_steps: usize,
+    /// The replay of recent samples (transitions).
+    pub buffer_size: usize,
+    /// Value-function gradient steps per update.
+    #[serde(alias = "critic_steps")]
+    pub value_steps: usize,
+    /// Policy gradient steps per update.
+    #[serde(alias = "actor_steps")]
+    pub policy_steps: usize,
+    /// Standardize advantages over the buffer before weighting (the reference
+    /// implementation does).
+    pub normalize_advantage: bool,
+    /// Global-norm gradient clipping (null: none).
+    #[serde(alias = "grad_clip")]
+    pub max_grad_norm: Option<f64>,
+    /// Save the replay buffer with checkpoints.
+    pub store_buffer_in_checkpoints: bool,
+    /// Network shape (the policy and the value function have separate networks).
+    pub policy_kwargs: PolicyKwargs,
+}
+
+impl Default for AwrConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: Schedule::Constant(5e-4),
+            batch_size: 256,
+            gamma: 0.99,
+            gae_lambda: 0.95,
+            beta: 0.05,
+            max_weight: 20.0,
+            n_steps: 2048,
+            buffer_size: 50_000,
+            value_steps: 200,
+            policy_steps: 1000,
+            normalize_advantage: true,
+            max_grad_norm: None,
+            store_buffer_in_checkpoints: false,
+            policy_kwargs: PolicyKwargs {
+                net_arch: NetArch::Same(vec![128, 64]),
+                activation_fn: rl_core::nn::Activation::Relu,
+                ..PolicyKwargs::default()
+            },
+        }
+    }
+}
+
+impl AwrConfig {
+    /// Parses `algo_kwargs` strictly and checks value ranges.
+    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let c: Self =
+            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        for (f, v) in [
+            ("batch_size", self.batch_size),
+            ("n_steps", self.n_steps),
+            ("buffer_size", self.buffer_size),
+        ] {
+            if v == 0 {
+                return err(f, "must be at least 1");
+            }
+        }
+        if self.learning_rate.initial() <= 0.0 {
+            return err("learning_rate", "must be positive");
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return err("gamma", "must be in [0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.gae_lambda) {
+            return err("gae_lambda", "must be in [0, 1]");
+        }
+        if !(self.beta > 0.0) {
+            return err("beta", "must be positive");
+        }
+        if !(self.max_weight > 0.0) {
+            return err("max_weight", "must be positive");
+        }
+        if self.max_grad_norm.is_some_and(|g| g <= 0.0) {
+            return err(
+                "max_grad_norm",
+                "must be positive (or null for no clipping)",
+            );
+        }
+        if self.policy_kwargs.shared {
+            return err(
+                "policy_kwargs.shared",
+                "AWR trains separate policy and value networks",
+            );
+        }
+        Ok(())
+    }
+}
