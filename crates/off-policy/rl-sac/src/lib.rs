@@ -133,8 +133,14 @@ impl SacLearner {
 impl Learner for SacLearner {
     type Batch = TransitionBatch;
 
-    /// One gradient step (SB3's order): entropy coefficient, critics, actor, then the
-    /// target critics every `target_update_interval` steps.
+    /// One gradient step, SB3's: critics toward soft targets from the target critics, the
+    /// actor through the updated critics, the entropy coefficient (the α used in both losses
+    /// is the one before its step, as SB3), then the target critics every
+    /// `target_update_interval` steps.
+    ///
+    /// The batch is split in two halves whose forward and backward passes run on the two
+    /// cores at once; each half's loss is its share of the batch mean, so the summed
+    /// gradients are the full batch's, and the result does not depend on scheduling.
     fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
         let b = batch.len();
         let od = batch.obs.len() / b.max(1);
@@ -145,112 +151,148 @@ impl Learner for SacLearner {
             self.lr(&self.cfg.critic_lr),
             self.lr(&self.cfg.alpha_lr),
         );
-        let obs = tensor2(batch.obs.clone(), b, od, &dev);
-        let next = tensor2(batch.next_obs.clone(), b, od, &inner);
-        let weights = tensor1(batch.weights.clone(), &dev);
         let alpha = self.alpha();
-        let actor_inner = self.actor.valid();
         let n = self.n_actions;
-        let (eps_pi, eps_next) = match self.act_dim {
-            Some(a) => (
-                Some(tensor2(self.normal(b * a), b, a, &dev)),
-                Some(tensor2(self.normal(b * a), b, a, &inner)),
-            ),
-            None => (None, None),
+        let a_dim = self.act_dim;
+        let (eps_next, eps_pi) = match a_dim {
+            Some(a) => (self.normal(b * a), self.normal(b * a)),
+            None => (Vec::new(), Vec::new()),
         };
-        let mask = self.act_dim.is_none().then(|| {
-            let mut mask = vec![0.0f32; b * n];
-            for (i, &a) in batch.actions.iter().enumerate() {
-                mask[i * n + (a as usize).min(n - 1)] = 1.0;
-            }
-            tensor2(mask, b, n, &dev)
-        });
-        let (actor, critic, critic_target) = (&self.actor, &self.critic, &self.critic_target);
-        // Both halves run at once on the two cores: the soft value of the next states (target
-        // critics, no gradients) and the policy and critic forward passes on the batch.
-        let (v_next, (pi, alpha_stat, qs)) = rayon::join(
-            || match eps_next {
-                Some(eps) => {
-                    let (na, nlogp) = actor_inner.sample(next.clone(), eps);
-                    let q = critic_target.min(Tensor::cat(vec![next, na], 1));
-                    host(q.reshape([b]) - nlogp.mul_scalar(alpha))
-                }
-                None => {
-                    let lp = host(actor_inner.log_probs(next.clone()));
-                    let q = host(critic_target.min(next));
-                    loss::discrete_soft_value(&lp, &q, n, alpha as f32)
-                }
-            },
-            || match (eps_pi, &mask) {
-                (Some(eps), _) => {
-                    let (act_pi, logp) = actor.sample(obs.clone(), eps);
-                    let lp = host(logp.clone().inner());
-                    let a = act_pi.dims()[1];
-                    let act = tensor2(batch.actions.clone(), b, a, &dev);
-                    let qs: Vec<Tensor<1>> = critic
-                        .forward(Tensor::cat(vec![obs.clone(), act], 1))
-                        .into_iter()
-                        .map(|q| q.reshape([b]))
-                        .collect();
-                    (Pi::Continuous(act_pi, logp), lp, qs)
-                }
-                (None, Some(mask)) => {
-                    let lp = actor.log_probs(obs.clone());
-                    let h = host(lp.clone().inner());
-                    let neg_ent = h
-                        .chunks(n)
-                        .map(|r| r.iter().map(|&l| l.exp() * l).sum())
-                        .collect::<Vec<f32>>();
-                    let qs = critic
-                        .forward(obs.clone())
-                        .into_iter()
-                        .map(|q| (q * mask.clone()).sum_dim(1).reshape([b]))
-                        .collect();
-                    (Pi::Discrete(lp), neg_ent, qs)
-                }
-                (None, None) => unreachable!("discrete batches have a mask"),
-            },
-        );
-        // SB3 steps α first, with the coefficient used below taken before that step.
-        let mean_logp = alpha_stat.iter().map(|&v| v as f64).sum::<f64>() / b as f64;
-        if self.learn_alpha {
-            let g = loss::alpha_loss_grad(&alpha_stat, self.target_entropy);
-            self.log_alpha = self.opt_alpha.step(self.log_alpha, g, lr_al);
-        }
-        let y = loss::soft_targets(&batch.rewards, &batch.discounts, &batch.terminated, &v_next);
-        let q1 = host(qs[0].clone().inner());
-        self.td_errors = q1.iter().zip(&y).map(|(q, y)| (q - y).abs()).collect();
-        // Each critic's loss is its own graph: their backward passes run in parallel and the
-        // gradient of the sum is the sum of the gradients.
-        let y = tensor1(y, &dev);
-        let mut parts: Vec<(f64, _)> = qs
-            .into_par_iter()
-            .map(|q| {
-                let l = loss::critic_loss(vec![q], y.clone(), weights.clone());
-                (host(l.clone().inner())[0] as f64, l.backward())
+        let halves: Vec<std::ops::Range<usize>> = if b >= 2 {
+            vec![0..b / 2, b / 2..b]
+        } else {
+            vec![0..b]
+        };
+        let slice =
+            |v: &[f32], d: usize, r: &std::ops::Range<usize>| v[r.start * d..r.end * d].to_vec();
+        let actor_inner = self.actor.valid();
+        let (critic, critic_target) = (&self.critic, &self.critic_target);
+        let batch_ref: &TransitionBatch = batch;
+        // Critics.
+        let parts: Vec<(Vec<f32>, Vec<f32>, f64, Tensor<1>)> = halves
+            .par_iter()
+            .map(|r| {
+                // Each half differentiates its own copy of the parameters (fresh autodiff
+                // leaves): burn's graph locking deadlocks when two threads grow one graph.
+                let critic = critic.clone().fork(&dev);
+                let critic = &critic;
+                let bh = r.len();
+                let share = bh as f64 / b as f64;
+                let next = tensor2(slice(&batch_ref.next_obs, od, r), bh, od, &inner);
+                let obs = tensor2(slice(&batch_ref.obs, od, r), bh, od, &dev);
+                let v_next = match a_dim {
+                    Some(a) => {
+                        let eps = tensor2(slice(&eps_next, a, r), bh, a, &inner);
+                        let (na, nlogp) = actor_inner.sample(next.clone(), eps);
+                        let q = critic_target.min(Tensor::cat(vec![next, na], 1));
+                        host(q.reshape([bh]) - nlogp.mul_scalar(alpha))
+                    }
+                    None => {
+                        let lp = host(actor_inner.log_probs(next.clone()));
+                        let q = host(critic_target.min(next));
+                        loss::discrete_soft_value(&lp, &q, n, alpha as f32)
+                    }
+                };
+                let y = loss::soft_targets(
+                    &batch_ref.rewards[r.clone()],
+                    &batch_ref.discounts[r.clone()],
+                    &batch_ref.terminated[r.clone()],
+                    &v_next,
+                );
+                let qs: Vec<Tensor<1>> = match a_dim {
+                    Some(a) => {
+                        let act = tensor2(slice(&batch_ref.actions, a, r), bh, a, &dev);
+                        critic
+                            .forward(Tensor::cat(vec![obs, act], 1))
+                            .into_iter()
+                            .map(|q| q.reshape([bh]))
+                            .collect()
+                    }
+                    None => {
+                        let mut mask = vec![0.0f32; bh * n];
+                        for (i, &a) in batch_ref.actions[r.clone()].iter().enumerate() {
+                            mask[i * n + (a as usize).min(n - 1)] = 1.0;
+                        }
+                        let mask = tensor2(mask, bh, n, &dev);
+                        critic
+                            .forward(obs)
+                            .into_iter()
+                            .map(|q| (q * mask.clone()).sum_dim(1).reshape([bh]))
+                            .collect()
+                    }
+                };
+                let q1 = host(qs[0].clone().inner());
+                let w = tensor1(batch_ref.weights[r.clone()].to_vec(), &dev);
+                let l = loss::critic_loss(qs, tensor1(y.clone(), &dev), w).mul_scalar(share);
+                let lv = host(l.clone().inner())[0] as f64;
+                (y, q1, lv, flat_grads(critic, l.backward(), &dev))
             })
             .collect();
-        let cl = parts.iter().map(|p| p.0).sum::<f64>();
-        let g = parts
-            .drain(..)
-            .map(|(_, grads)| flat_grads(&self.critic, grads, &dev))
-            .reduce(|a, b| a + b)
-            .expect("at least one critic");
+        let mut q1_all = Vec::with_capacity(b);
+        self.td_errors.clear();
+        let mut cl = 0.0;
+        let mut g_sum: Option<Tensor<1>> = None;
+        for (y, q1, lv, g) in parts {
+            self.td_errors
+                .extend(q1.iter().zip(&y).map(|(q, y)| (q - y).abs()));
+            q1_all.extend(q1);
+            cl += lv;
+            g_sum = Some(match g_sum {
+                Some(s) => s + g,
+                None => g,
+            });
+        }
+        let g = g_sum.expect("at least one half");
         let (critic, cstats) = self.opt_critic.step_flat(lr_c, self.critic.clone(), g);
         self.critic = critic;
         // Actor, through the updated critics (their parameters frozen).
         let frozen = self.critic.clone().no_grad();
-        let actor_loss = match pi {
-            Pi::Continuous(act, logp) => {
-                let q = frozen.min(Tensor::cat(vec![obs, act], 1)).reshape([b]);
-                loss::actor_loss(logp, q, alpha)
-            }
-            Pi::Discrete(lp) => {
-                let q = Tensor::from_inner(self.critic.valid().min(obs.inner()));
-                loss::discrete_actor_loss(lp, q, alpha)
-            }
-        };
-        let al = host(actor_loss.clone().inner())[0] as f64;
+        let critic_inner = self.critic.valid();
+        let actor = &self.actor;
+        let parts: Vec<(f64, Vec<f32>, Tensor<1>)> = halves
+            .par_iter()
+            .map(|r| {
+                let (actor, frozen) = (actor.clone().fork(&dev), frozen.clone().fork(&dev));
+                let (actor, frozen) = (&actor, &frozen);
+                let bh = r.len();
+                let share = bh as f64 / b as f64;
+                let obs = tensor2(slice(&batch_ref.obs, od, r), bh, od, &dev);
+                let (l, stat) = match a_dim {
+                    Some(a) => {
+                        let eps = tensor2(slice(&eps_pi, a, r), bh, a, &dev);
+                        let (act, logp) = actor.sample(obs.clone(), eps);
+                        let q = frozen.min(Tensor::cat(vec![obs, act], 1)).reshape([bh]);
+                        let stat = host(logp.clone().inner());
+                        (loss::actor_loss(logp, q, alpha), stat)
+                    }
+                    None => {
+                        let lp = actor.log_probs(obs.clone());
+                        let h = host(lp.clone().inner());
+                        // Σ_a π log π per state: what the α loss needs.
+                        let stat = h
+                            .chunks(n)
+                            .map(|row| row.iter().map(|&l| l.exp() * l).sum())
+                            .collect();
+                        let q = Tensor::from_inner(critic_inner.min(obs.inner()));
+                        (loss::discrete_actor_loss(lp, q, alpha), stat)
+                    }
+                };
+                let l = l.mul_scalar(share);
+                let lv = host(l.clone().inner())[0] as f64;
+                (lv, stat, flat_grads(actor, l.backward(), &dev))
+            })
+            .collect();
+        let mut al = 0.0;
+        let mut alpha_stat = Vec::with_capacity(b);
+        let mut g_sum: Option<Tensor<1>> = None;
+        for (lv, stat, g) in parts {
+            al += lv;
+            alpha_stat.extend(stat);
+            g_sum = Some(match g_sum {
+                Some(s) => s + g,
+                None => g,
+            });
+        }
         if !(al.is_finite() && cl.is_finite()) {
             return Err(RlError::NonFinite {
                 step: self.num_timesteps,
@@ -263,9 +305,14 @@ impl Learner for SacLearner {
                 value: if cl.is_finite() { al } else { cl },
             });
         }
-        let g = flat_grads(&self.actor, actor_loss.backward(), &dev);
+        let g = g_sum.expect("at least one half");
         let (actor, _) = self.opt_actor.step_flat(lr_a, self.actor.clone(), g);
         self.actor = actor;
+        let mean_logp = alpha_stat.iter().map(|&v| v as f64).sum::<f64>() / b as f64;
+        if self.learn_alpha {
+            let g = loss::alpha_loss_grad(&alpha_stat, self.target_entropy);
+            self.log_alpha = self.opt_alpha.step(self.log_alpha, g, lr_al);
+        }
         self.grad_steps += 1;
         if self
             .grad_steps
@@ -280,7 +327,7 @@ impl Learner for SacLearner {
         m.insert("losses/alpha".into(), alpha);
         m.insert(
             "losses/q_values".into(),
-            q1.iter().map(|&v| v as f64).sum::<f64>() / b as f64,
+            q1_all.iter().map(|&v| v as f64).sum::<f64>() / b as f64,
         );
         m.insert("losses/entropy".into(), -mean_logp);
         m.insert("losses/qf_grad_norm".into(), cstats.grad_norm as f64);
@@ -296,12 +343,6 @@ impl Learner for SacLearner {
         self.actor = load_module_tensors(self.actor.clone(), weights, "weights", &self.device)?;
         Ok(())
     }
-}
-
-#[allow(clippy::large_enum_variant)] // lives for one update
-enum Pi {
-    Continuous(Tensor<2>, Tensor<1>),
-    Discrete(Tensor<2>),
 }
 
 /// What `state.json` holds besides the family's [`CoreState`].
