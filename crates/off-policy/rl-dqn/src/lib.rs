@@ -18,6 +18,7 @@ use rl_core::burn::tensor::{Device, Tensor};
 use rl_core::checkpoint::write_checkpoint;
 use rl_core::config::RunConfig;
 
+use rayon::prelude::*;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
@@ -105,117 +106,11 @@ impl DqnLearner {
 impl Learner for DqnLearner {
     type Batch = TransitionBatch;
 
-    /// One gradient step on a replay batch.
+    /// One gradient step on a replay batch. Batches of 32 or more are split in two halves
+    /// whose forward and backward passes run on the two cores at once (each half's loss is
+    /// its share of the batch mean; the noisy nets use one noise sample for the whole batch).
     fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.num_timesteps, self.total_timesteps);
-        let b = batch.len();
-        let od = batch.obs.len() / b.max(1);
-        let n = self.online.n_actions();
-        let inner = self.device.clone().inner();
-        // Noise: one sample for the online net (this step's forward passes), one for the target.
-        let noise_on = self.online.sample_noise(&mut self.rng_noise);
-        let noise_tg = self.target.sample_noise(&mut self.rng_noise);
-        let on_ad = noise_on.as_ref().map(|n| n.to_device(&self.device));
-        let on_in = noise_on.as_ref().map(|n| n.to_device(&inner));
-        let tg_in = noise_tg.as_ref().map(|n| n.to_device(&inner));
-        let next = tensor2(batch.next_obs.clone(), b, od, &inner);
-        let actions: Vec<usize> = batch.actions.iter().map(|&a| a as usize).collect();
-        let mut mask = vec![0.0f32; b * n];
-        for (i, &a) in actions.iter().enumerate() {
-            mask[i * n + a.min(n - 1)] = 1.0;
-        }
-        let mask = tensor2(mask, b, n, &self.device);
-        let weights = tensor1(batch.weights.clone(), &self.device);
-        let obs = tensor2(batch.obs.clone(), b, od, &self.device);
-        // The next action: argmax of the online net (double Q) or of the target net.
-        let next_q_target =
-            self.target
-                .q_values(next.clone(), tg_in.as_deref(), self.support_inner());
-        let next_actions = if self.cfg.double_q {
-            let q =
-                self.online
-                    .valid()
-                    .q_values(next.clone(), on_in.as_deref(), self.support_inner());
-            loss::argmax_rows(&host(q), n)
-        } else {
-            loss::argmax_rows(&host(next_q_target.clone()), n)
-        };
-        let (loss, q_mean) = match &self.support {
-            None => {
-                let qn = host(next_q_target);
-                let q_next: Vec<f32> = next_actions
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &a)| qn[i * n + a])
-                    .collect();
-                let y =
-                    loss::td_targets(&batch.rewards, &batch.discounts, &batch.terminated, &q_next);
-                let q = (self.online.q_values(obs, on_ad.as_deref(), None) * mask)
-                    .sum_dim(1)
-                    .reshape([b]);
-                let qh = host(q.clone().inner());
-                self.td_errors = qh.iter().zip(&y).map(|(q, y)| (q - y).abs()).collect();
-                let l = loss::td_loss(
-                    q,
-                    tensor1(y, &self.device),
-                    weights,
-                    self.cfg.td_error_loss_fn,
-                );
-                (l, qh.iter().map(|&v| v as f64).sum::<f64>() / b as f64)
-            }
-            Some((z, _, za)) => {
-                let a = z.len();
-                let logits = self.target.forward(next, tg_in.as_deref());
-                let probs = host(log_softmax(logits, 2).exp());
-                let mut p_next = Vec::with_capacity(b * a);
-                for (i, &act) in next_actions.iter().enumerate() {
-                    p_next.extend_from_slice(&probs[(i * n + act) * a..(i * n + act + 1) * a]);
-                }
-                let disc: Vec<f32> = batch
-                    .discounts
-                    .iter()
-                    .zip(&batch.terminated)
-                    .map(|(&d, &t)| d * (1.0 - t))
-                    .collect();
-                let m = loss::categorical_projection(
-                    &p_next,
-                    &batch.rewards,
-                    &disc,
-                    self.cfg.v_min,
-                    self.cfg.v_max,
-                    a,
-                );
-                let logp = log_softmax(self.online.forward(obs, on_ad.as_deref()), 2);
-                let logp_sa = (logp * mask.unsqueeze_dim::<3>(2))
-                    .sum_dim(1)
-                    .reshape([b, a]);
-                let q = (logp_sa.clone().exp() * za.clone().unsqueeze_dim(0)).sum_dim(1);
-                let ce = loss::categorical_cross_entropy(tensor2(m, b, a, &self.device), logp_sa);
-                self.td_errors = host(ce.clone().inner());
-                let q_mean = host(q.inner()).iter().map(|&v| v as f64).sum::<f64>() / b as f64;
-                ((ce * weights).mean(), q_mean)
-            }
-        };
-        let lv = host(loss.clone().inner())[0] as f64;
-        if !lv.is_finite() {
-            return Err(RlError::NonFinite {
-                step: self.num_timesteps,
-                metric: "losses/td_loss".into(),
-                value: lv,
-            });
-        }
-        let g = flat_grads(&self.online, loss.backward(), &self.device);
-        let (online, stats) = self.opt.step_flat(lr, self.online.clone(), g);
-        self.online = online;
-        let mut m = Metrics::new();
-        m.insert("losses/td_loss".into(), lv);
-        m.insert("losses/q_values".into(), q_mean);
-        m.insert("losses/grad_norm".into(), stats.grad_norm as f64);
-        m.insert("charts/learning_rate".into(), lr);
-        Ok(m)
+        self.update_with(batch)
     }
 
     fn weights(&self) -> TensorMap {
@@ -225,6 +120,214 @@ impl Learner for DqnLearner {
     fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
         self.online = load_module_tensors(self.online.clone(), weights, "weights", &self.device)?;
         Ok(())
+    }
+}
+
+impl DqnLearner {
+    /// [`Learner::update`] on a borrowed batch.
+    pub fn update_with(&mut self, batch: &TransitionBatch) -> Result<Metrics, RlError> {
+        let lr = self
+            .cfg
+            .learning_rate
+            .value(self.num_timesteps, self.total_timesteps);
+        let b = batch.len();
+        let inner = self.device.clone().inner();
+        // Noise: one sample for the online net (this step's forward passes), one for the target.
+        let noise_on = self.online.sample_noise(&mut self.rng_noise);
+        let noise_tg = self.target.sample_noise(&mut self.rng_noise);
+        let on_in = noise_on.as_ref().map(|n| n.to_device(&inner));
+        let tg_in = noise_tg.as_ref().map(|n| n.to_device(&inner));
+        let online_inner = self.cfg.double_q.then(|| self.online.valid());
+        let halves: Vec<std::ops::Range<usize>> = if b >= 32 {
+            vec![0..b / 2, b / 2..b]
+        } else {
+            std::iter::once(0..b).collect()
+        };
+        let ctx = HalfCtx {
+            learner: self,
+            batch,
+            b,
+            on_in: on_in.as_deref(),
+            tg_in: tg_in.as_deref(),
+            online_inner: online_inner.as_ref(),
+            noise_on: noise_on.as_ref(),
+        };
+        let parts: Vec<HalfResult> = halves.par_iter().map(|r| ctx.run(r.clone())).collect();
+        let (mut lv, mut q_sum, mut g_sum) = (0.0, 0.0, None);
+        self.td_errors.clear();
+        for p in parts {
+            lv += p.loss;
+            q_sum += p.q_sum;
+            self.td_errors.extend(p.td);
+            g_sum = Some(match g_sum {
+                Some(g) => g + p.grads,
+                None => p.grads,
+            });
+        }
+        if !lv.is_finite() {
+            return Err(RlError::NonFinite {
+                step: self.num_timesteps,
+                metric: "losses/td_loss".into(),
+                value: lv,
+            });
+        }
+        let g = g_sum.expect("at least one half");
+        let (online, stats) = self.opt.step_flat(lr, self.online.clone(), g);
+        self.online = online;
+        let mut m = Metrics::new();
+        m.insert("losses/td_loss".into(), lv);
+        m.insert("losses/q_values".into(), q_sum / b as f64);
+        m.insert("losses/grad_norm".into(), stats.grad_norm as f64);
+        m.insert("charts/learning_rate".into(), lr);
+        Ok(m)
+    }
+}
+
+/// What one half of a batch needs (shared, read-only, across the two threads).
+struct HalfCtx<'a> {
+    learner: &'a DqnLearner,
+    batch: &'a TransitionBatch,
+    b: usize,
+    on_in: Option<&'a [model::LayerNoise]>,
+    tg_in: Option<&'a [model::LayerNoise]>,
+    online_inner: Option<&'a QNetwork>,
+    noise_on: Option<&'a NetNoise>,
+}
+
+/// Target-network outputs for a batch: Q-values `[B × n]` and, for C51, the probabilities
+/// `[B × n × atoms]`.
+#[derive(Debug, Clone)]
+struct TargetOut {
+    q: Vec<f32>,
+    probs: Option<Vec<f32>>,
+}
+
+/// One forward pass of the target network on `next`.
+fn target_out(
+    target: &QNetwork,
+    next: Tensor<2>,
+    noise: Option<&[model::LayerNoise]>,
+    support: Option<&Tensor<1>>,
+) -> TargetOut {
+    let out = target.forward(next, noise);
+    let [b, n, a] = out.dims();
+    match support {
+        Some(z) if a > 1 => {
+            let p = log_softmax(out, 2).exp();
+            let q = (p.clone() * z.clone().reshape([1, 1, a]))
+                .sum_dim(2)
+                .reshape([b, n]);
+            TargetOut {
+                q: host(q),
+                probs: Some(host(p)),
+            }
+        }
+        _ => TargetOut {
+            q: host(out.reshape([b, n])),
+            probs: None,
+        },
+    }
+}
+
+/// One half's loss (its share of the batch mean), Q sum, new priorities and gradient.
+struct HalfResult {
+    loss: f64,
+    q_sum: f64,
+    td: Vec<f32>,
+    grads: Tensor<1>,
+}
+
+impl HalfCtx<'_> {
+    fn run(&self, r: std::ops::Range<usize>) -> HalfResult {
+        let l = self.learner;
+        let dev = &l.device;
+        let inner = dev.clone().inner();
+        let bh = r.len();
+        let od = self.batch.obs.len() / self.b.max(1);
+        let n = l.online.n_actions();
+        let share = bh as f64 / self.b as f64;
+        let sl = |v: &[f32], d: usize| v[r.start * d..r.end * d].to_vec();
+        // Fresh autodiff leaves per half: burn's graph locking deadlocks when two threads
+        // grow one graph.
+        let online = l.online.clone().fork(dev);
+        let on_ad = self.noise_on.map(|z| z.to_device(dev));
+        let next = tensor2(sl(&self.batch.next_obs, od), bh, od, &inner);
+        let mut mask = vec![0.0f32; bh * n];
+        for (i, &a) in self.batch.actions[r.clone()].iter().enumerate() {
+            mask[i * n + (a as usize).min(n - 1)] = 1.0;
+        }
+        let mask = tensor2(mask, bh, n, dev);
+        let weights = tensor1(sl(&self.batch.weights, 1), dev);
+        let obs = tensor2(sl(&self.batch.obs, od), bh, od, dev);
+        let (rewards, discounts, terminated) = (
+            &self.batch.rewards[r.clone()],
+            &self.batch.discounts[r.clone()],
+            &self.batch.terminated[r.clone()],
+        );
+        let a = l.cfg.num_atoms;
+        let t = target_out(&l.target, next.clone(), self.tg_in, l.support_inner());
+        // The next action: argmax of the online net (double Q) or of the target net.
+        let next_actions = match self.online_inner {
+            Some(on) => {
+                loss::argmax_rows(&host(on.q_values(next, self.on_in, l.support_inner())), n)
+            }
+            None => loss::argmax_rows(&t.q, n),
+        };
+        let (total, q_sum, td) = match &l.support {
+            None => {
+                let qn = t.q;
+                let q_next: Vec<f32> = next_actions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &a)| qn[i * n + a])
+                    .collect();
+                let y = loss::td_targets(rewards, discounts, terminated, &q_next);
+                let q = (online.q_values(obs, on_ad.as_deref(), None) * mask)
+                    .sum_dim(1)
+                    .reshape([bh]);
+                let qh = host(q.clone().inner());
+                let td = qh.iter().zip(&y).map(|(q, y)| (q - y).abs()).collect();
+                let loss = loss::td_loss(q, tensor1(y, dev), weights, l.cfg.td_error_loss_fn);
+                (loss, qh.iter().map(|&v| v as f64).sum::<f64>(), td)
+            }
+            Some((_, _, za)) => {
+                let probs = t.probs.expect("distributional target");
+                let mut p_next = Vec::with_capacity(bh * a);
+                for (i, &act) in next_actions.iter().enumerate() {
+                    p_next.extend_from_slice(&probs[(i * n + act) * a..(i * n + act + 1) * a]);
+                }
+                let disc: Vec<f32> = discounts
+                    .iter()
+                    .zip(terminated)
+                    .map(|(&d, &t)| d * (1.0 - t))
+                    .collect();
+                let m = loss::categorical_projection(
+                    &p_next,
+                    rewards,
+                    &disc,
+                    l.cfg.v_min,
+                    l.cfg.v_max,
+                    a,
+                );
+                let logp = log_softmax(online.forward(obs, on_ad.as_deref()), 2);
+                let logp_sa = (logp * mask.unsqueeze_dim::<3>(2))
+                    .sum_dim(1)
+                    .reshape([bh, a]);
+                let q = (logp_sa.clone().exp() * za.clone().unsqueeze_dim(0)).sum_dim(1);
+                let ce = loss::categorical_cross_entropy(tensor2(m, bh, a, dev), logp_sa);
+                let td = host(ce.clone().inner());
+                let q_sum = host(q.inner()).iter().map(|&v| v as f64).sum::<f64>();
+                ((ce * weights).mean(), q_sum, td)
+            }
+        };
+        let total = total.mul_scalar(share);
+        let loss = host(total.clone().inner())[0] as f64;
+        HalfResult {
+            loss,
+            q_sum,
+            td,
+            grads: flat_grads(&online, total.backward(), dev),
+        }
     }
 }
 
@@ -427,13 +530,13 @@ impl Algorithm for Dqn {
         let beta = cfg.replay_options().beta_at(self.core.num_timesteps, total);
         let mut sums = Metrics::new();
         for _ in 0..steps {
-            let mut batch = self.core.replay.sample(
+            let batch = self.core.replay.sample(
                 cfg.batch_size,
                 cfg.gamma as f32,
                 beta,
                 &mut self.core.rng_replay,
             );
-            let m = self.learner.update(&mut batch)?;
+            let m = self.learner.update_with(&batch)?;
             self.core
                 .replay
                 .update_priorities(&batch.indices, self.learner.td_errors());

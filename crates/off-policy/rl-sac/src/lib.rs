@@ -161,7 +161,7 @@ impl Learner for SacLearner {
         let halves: Vec<std::ops::Range<usize>> = if b >= 2 {
             vec![0..b / 2, b / 2..b]
         } else {
-            vec![0..b]
+            std::iter::once(0..b).collect()
         };
         let slice =
             |v: &[f32], d: usize, r: &std::ops::Range<usize>| v[r.start * d..r.end * d].to_vec();
