@@ -9,6 +9,7 @@ pub mod loss;
 
 pub use config::AwrConfig;
 
+use rl_core::Rng;
 use rl_core::algorithm::{Algorithm, RlError, check_finite};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
@@ -19,7 +20,6 @@ use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
 use rl_core::replay::{NStep, Replay, TransitionBatch};
-use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
 use rl_off_policy::{CoreState, OffPolicyCore, ReplayOptions, read_json, read_module, read_run};
 use rl_on_policy::ActorCritic;
@@ -167,24 +167,7 @@ impl Awr {
 }
 
 impl Algorithm for Awr {
-    fn name(&self) -> &str {
-        "awr"
-    }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
-    }
+    rl_off_policy::core_accessors!("awr");
 
     /// Collect `n_steps` per env, `value_steps` value updates on TD(λ) targets, then
     /// `policy_steps` advantage-weighted regression steps.
@@ -289,10 +272,6 @@ impl Algorithm for Awr {
         );
         self.core.act_space.clip_to_bounds(&mut a);
         Ok(a)
-    }
-
-    fn env_stats(&self) -> Vec<serde_json::Value> {
-        self.core.collector.env.envs()[0].save_stats()
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {

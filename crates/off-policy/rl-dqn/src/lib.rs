@@ -458,24 +458,7 @@ fn greedy(
 }
 
 impl Algorithm for Dqn {
-    fn name(&self) -> &str {
-        "dqn"
-    }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
-    }
+    rl_off_policy::core_accessors!("dqn");
 
     /// `train_freq` vector steps of ε-greedy collection, the target updates that fell in
     /// them, then the gradient steps due.
@@ -528,29 +511,16 @@ impl Algorithm for Dqn {
         self.learner.num_timesteps = self.core.num_timesteps;
         self.learner.total_timesteps = total;
         let beta = cfg.replay_options().beta_at(self.core.num_timesteps, total);
-        let mut sums = Metrics::new();
-        for _ in 0..steps {
-            let batch = self.core.replay.sample(
-                cfg.batch_size,
-                cfg.gamma as f32,
-                beta,
-                &mut self.core.rng_replay,
-            );
-            let m = self.learner.update_with(&batch)?;
-            self.core
-                .replay
-                .update_priorities(&batch.indices, self.learner.td_errors());
-            for (k, v) in m {
-                *sums.entry(k).or_insert(0.0) += v;
-            }
-        }
+        let l = &mut self.learner;
+        let mut m = self
+            .core
+            .replay_steps(steps, cfg.batch_size, cfg.gamma as f32, beta, |b| {
+                let m = l.update_with(b)?;
+                Ok((m, l.td_errors().to_vec()))
+            })?;
         if steps > 0 {
             self.infer_net = None;
         }
-        let mut m: Metrics = sums
-            .into_iter()
-            .map(|(k, v)| (k, v / steps.max(1) as f64))
-            .collect();
         self.core.iterations += 1;
         m.insert("charts/epsilon".into(), eps);
         m.insert("charts/gradient_steps".into(), steps as f64);
@@ -596,10 +566,6 @@ impl Algorithm for Dqn {
                 }
             })
             .collect())
-    }
-
-    fn env_stats(&self) -> Vec<serde_json::Value> {
-        self.core.collector.env.envs()[0].save_stats()
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {

@@ -11,7 +11,7 @@ use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
 use rl_core::params::{TensorMap, flat_params, set_flat};
-use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta};
+use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta, TransitionBatch};
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
@@ -422,6 +422,38 @@ mod tests {
     }
 }
 
+#[doc(hidden)]
+pub use {rl_core as __rl_core, serde_json as __serde_json};
+
+/// The [`Algorithm`](rl_core::Algorithm) methods an agent answers from its
+/// [`OffPolicyCore`] (a field named `core`): name, step counters, spaces, env statistics.
+#[macro_export]
+macro_rules! core_accessors {
+    ($name:literal) => {
+        fn name(&self) -> &str {
+            $name
+        }
+        fn num_timesteps(&self) -> u64 {
+            self.core.num_timesteps
+        }
+        fn total_timesteps(&self) -> u64 {
+            self.core.total_timesteps
+        }
+        fn set_total_timesteps(&mut self, total: u64) {
+            self.core.total_timesteps = total;
+        }
+        fn observation_space(&self) -> &$crate::__rl_core::Space {
+            &self.core.obs_space
+        }
+        fn action_space(&self) -> &$crate::__rl_core::Space {
+            &self.core.act_space
+        }
+        fn env_stats(&self) -> Vec<$crate::__serde_json::Value> {
+            self.core.collector.env.envs()[0].save_stats()
+        }
+    };
+}
+
 /// Builds one training env for a run (called `n_envs` times).
 pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
 
@@ -579,6 +611,34 @@ impl OffPolicyCore {
         let mut flat = Vec::new();
         flatten_batch(&self.obs_space, obs, &mut flat);
         Ok((flat, obs.len() / d.max(1)))
+    }
+
+    /// Runs `steps` gradient steps: samples a batch (`batch_size`, discount `gamma`, PER
+    /// exponent `beta`), lets `update` learn from it and return its metrics and new
+    /// priorities, feeds those back, and returns each metric's mean over the steps.
+    pub fn replay_steps(
+        &mut self,
+        steps: usize,
+        batch_size: usize,
+        gamma: f32,
+        beta: f64,
+        mut update: impl FnMut(&TransitionBatch) -> Result<(Metrics, Vec<f32>), RlError>,
+    ) -> Result<Metrics, RlError> {
+        let mut sums = Metrics::new();
+        for _ in 0..steps {
+            let batch = self
+                .replay
+                .sample(batch_size, gamma, beta, &mut self.rng_replay);
+            let (m, priorities) = update(&batch)?;
+            self.replay.update_priorities(&batch.indices, &priorities);
+            for (k, v) in m {
+                *sums.entry(k).or_insert(0.0) += v;
+            }
+        }
+        Ok(sums
+            .into_iter()
+            .map(|(k, v)| (k, v / steps.max(1) as f64))
+            .collect())
     }
 
     /// CleanRL's charts for an iteration: episodes, SPS and time split.

@@ -133,15 +133,30 @@ impl SacLearner {
 impl Learner for SacLearner {
     type Batch = TransitionBatch;
 
-    /// One gradient step, SB3's: critics toward soft targets from the target critics, the
-    /// actor through the updated critics, the entropy coefficient (the α used in both losses
-    /// is the one before its step, as SB3), then the target critics every
-    /// `target_update_interval` steps.
+    fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
+        self.update_with(batch)
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.actor)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        self.actor = load_module_tensors(self.actor.clone(), weights, "weights", &self.device)?;
+        Ok(())
+    }
+}
+
+impl SacLearner {
+    /// One gradient step on a borrowed batch, as SB3's: critics toward soft targets from the
+    /// target critics, the actor through the updated critics, the entropy coefficient (the α
+    /// used in both losses is the one before its step, as SB3), then the target critics
+    /// every `target_update_interval` steps.
     ///
     /// The batch is split in two halves whose forward and backward passes run on the two
     /// cores at once; each half's loss is its share of the batch mean, so the summed
     /// gradients are the full batch's, and the result does not depend on scheduling.
-    fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
+    pub fn update_with(&mut self, batch: &TransitionBatch) -> Result<Metrics, RlError> {
         let b = batch.len();
         let od = batch.obs.len() / b.max(1);
         let dev = self.device.clone();
@@ -167,7 +182,7 @@ impl Learner for SacLearner {
             |v: &[f32], d: usize, r: &std::ops::Range<usize>| v[r.start * d..r.end * d].to_vec();
         let actor_inner = self.actor.valid();
         let (critic, critic_target) = (&self.critic, &self.critic_target);
-        let batch_ref: &TransitionBatch = batch;
+        let batch_ref = batch;
         // Critics.
         let parts: Vec<(Vec<f32>, Vec<f32>, f64, Tensor<1>)> = halves
             .par_iter()
@@ -333,15 +348,6 @@ impl Learner for SacLearner {
         m.insert("losses/qf_grad_norm".into(), cstats.grad_norm as f64);
         m.insert("charts/learning_rate".into(), lr_a);
         Ok(m)
-    }
-
-    fn weights(&self) -> TensorMap {
-        module_tensors(&self.actor)
-    }
-
-    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        self.actor = load_module_tensors(self.actor.clone(), weights, "weights", &self.device)?;
-        Ok(())
     }
 }
 
@@ -550,24 +556,7 @@ fn act(
 }
 
 impl Algorithm for Sac {
-    fn name(&self) -> &str {
-        "sac"
-    }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
-    }
+    rl_off_policy::core_accessors!("sac");
 
     /// `train_freq` vector steps (uniform random actions before `learning_starts`), then
     /// the gradient steps due.
@@ -617,26 +606,13 @@ impl Algorithm for Sac {
         let beta = cfg
             .replay_options()
             .beta_at(self.core.num_timesteps, self.core.total_timesteps);
-        let mut sums = Metrics::new();
-        for _ in 0..steps {
-            let mut batch = self.core.replay.sample(
-                cfg.batch_size,
-                cfg.gamma as f32,
-                beta,
-                &mut self.core.rng_replay,
-            );
-            let m = self.learner.update(&mut batch)?;
-            self.core
-                .replay
-                .update_priorities(&batch.indices, self.learner.td_errors());
-            for (k, v) in m {
-                *sums.entry(k).or_insert(0.0) += v;
-            }
-        }
-        let mut m: Metrics = sums
-            .into_iter()
-            .map(|(k, v)| (k, v / steps.max(1) as f64))
-            .collect();
+        let l = &mut self.learner;
+        let mut m = self
+            .core
+            .replay_steps(steps, cfg.batch_size, cfg.gamma as f32, beta, |b| {
+                let m = l.update_with(b)?;
+                Ok((m, l.td_errors().to_vec()))
+            })?;
         self.core.iterations += 1;
         m.insert("charts/gradient_steps".into(), steps as f64);
         self.core.finish_metrics(&mut m, &c, t0);
@@ -660,10 +636,6 @@ impl Algorithm for Sac {
             &self.infer,
         )
         .0)
-    }
-
-    fn env_stats(&self) -> Vec<serde_json::Value> {
-        self.core.collector.env.envs()[0].save_stats()
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
