@@ -87,8 +87,5 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
 
 /// The run configuration stored in a checkpoint.
 pub fn checkpoint_config(dir: &Path) -> Result<RunConfig, RlError> {
-    let ck = read_checkpoint(dir)?;
-    let text = std::str::from_utf8(ck.file("config.yaml")?)
-        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-    RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)
+    rl_core::checkpoint::read_run_config(&read_checkpoint(dir)?)
 }

@@ -2,6 +2,9 @@
 //! renamed into place, and a manifest with sizes and checksums makes a truncated or corrupt
 //! file an error that names it.
 
+use crate::algorithm::RlError;
+use crate::config::RunConfig;
+use crate::params::{TensorMap, load_module_tensors};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
@@ -219,6 +222,49 @@ pub fn read_checkpoint(dir: &Path) -> Result<Checkpoint, CheckpointError> {
         algorithm: manifest.algorithm,
         files,
     })
+}
+
+/// The run configuration (`config.yaml`) stored in checkpoint `ck`.
+pub fn read_run_config(ck: &Checkpoint) -> Result<RunConfig, RlError> {
+    let file = ck.path_of("config.yaml");
+    let text = std::str::from_utf8(ck.file("config.yaml")?)
+        .map_err(|e| RlError::Config(format!("{file}: {e}")))?;
+    RunConfig::from_yaml(text, &[], &file).map_err(RlError::Config)
+}
+
+/// Reads a checkpoint that `algorithm` wrote: the checkpoint and its run configuration.
+pub fn read_run(dir: &Path, algorithm: &str) -> Result<(Checkpoint, RunConfig), RlError> {
+    let ck = read_checkpoint(dir)?;
+    if ck.algorithm != algorithm {
+        return Err(RlError::Config(format!(
+            "{}: checkpoint of algorithm {:?}, not {algorithm}",
+            dir.display(),
+            ck.algorithm
+        )));
+    }
+    let run = read_run_config(&ck)?;
+    Ok((ck, run))
+}
+
+/// Parses JSON file `name` of checkpoint `ck`; errors name the file.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    ck: &Checkpoint,
+    name: &str,
+) -> Result<T, RlError> {
+    serde_json::from_slice(ck.file(name)?)
+        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of(name))))
+}
+
+/// Loads `module`'s weights from tensor file `name` of checkpoint `ck`.
+pub fn read_module<M: burn::module::Module>(
+    ck: &Checkpoint,
+    name: &str,
+    module: M,
+    device: &burn::tensor::Device,
+) -> Result<M, RlError> {
+    let path = ck.path_of(name);
+    let w = TensorMap::from_bytes(ck.file(name)?, &path)?;
+    Ok(load_module_tensors(module, &w, &path, device)?)
 }
 
 #[cfg(test)]

@@ -118,6 +118,20 @@ pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), St
     Ok(())
 }
 
+/// Hyperparameters of an algorithm (`algo_kwargs`): parsed strictly (unknown keys and wrong
+/// types are errors naming the key), then range-checked.
+pub trait AlgoConfig: DeserializeOwned {
+    /// Range checks with messages naming the field (`algo_kwargs.<field>: …`).
+    fn validate(&self) -> Result<(), String>;
+
+    /// Parses `algo_kwargs` strictly and checks value ranges.
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let c: Self = strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
+        c.validate()?;
+        Ok(c)
+    }
+}
+
 /// Deserializes `v` strictly: errors carry the key path (`algo_kwargs.n_steps: invalid type…`,
 /// `unknown field `foo`, expected one of …`), prefixed by `source`.
 pub fn strict<T: DeserializeOwned>(v: serde_json::Value, source: &str) -> Result<T, String> {

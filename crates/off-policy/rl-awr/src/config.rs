@@ -1,6 +1,7 @@
 //! AWR hyperparameters: the seed table's names and defaults, the paper's (Peng et al. 2019)
 //! for what the seed leaves open, its reference implementation's names as aliases.
 
+use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
 use rl_on_policy::{NetArch, PolicyKwargs};
 use serde::{Deserialize, Serialize};
@@ -73,17 +74,9 @@ impl Default for AwrConfig {
     }
 }
 
-impl AwrConfig {
-    /// Parses `algo_kwargs` strictly and checks value ranges.
-    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        let c: Self =
-            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
-        c.validate()?;
-        Ok(c)
-    }
-
+impl AlgoConfig for AwrConfig {
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
         for (f, v) in [
             ("batch_size", self.batch_size),

@@ -1,10 +1,11 @@
 //! DQN hyperparameters: SB3's names and defaults, the seed's (RLlib's) Rainbow options, RLlib
 //! names accepted as aliases.
 
+use rl_core::config::AlgoConfig;
 use rl_core::nn::Activation;
 use rl_core::replay::NStep;
 use rl_core::schedule::Schedule;
-use rl_off_policy::{ReplayOptions, TargetUpdate, TrainFrequency};
+use rl_off_policy::TargetUpdate;
 use serde::{Deserialize, Serialize};
 
 /// TD loss on the (non-distributional) Q-values.
@@ -156,16 +157,34 @@ impl Default for DqnConfig {
 }
 
 impl DqnConfig {
-    /// Parses `algo_kwargs` strictly and checks value ranges.
-    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        let c: Self =
-            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
-        c.validate()?;
-        Ok(c)
+    rl_off_policy::loop_settings!();
+
+    /// The target-network updates.
+    pub fn target_update(&self) -> TargetUpdate {
+        TargetUpdate {
+            interval: self.target_update_interval,
+            tau: self.tau,
+        }
     }
 
+    /// ε after `t` of `total` env steps.
+    pub fn epsilon_at(&self, t: u64, total: u64) -> f64 {
+        match &self.epsilon {
+            Some(s) => s.value(t, total),
+            None => rl_off_policy::linear_epsilon(
+                self.exploration_initial_eps,
+                self.exploration_final_eps,
+                self.exploration_fraction,
+                t,
+                total,
+            ),
+        }
+    }
+}
+
+impl AlgoConfig for DqnConfig {
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
         self.train_frequency().validate()?;
         self.replay_options().validate()?;
@@ -209,50 +228,5 @@ impl DqnConfig {
             return err("hiddens", "layer widths must be at least 1");
         }
         Ok(())
-    }
-
-    /// The loop settings.
-    pub fn train_frequency(&self) -> TrainFrequency {
-        TrainFrequency {
-            learning_starts: self.learning_starts,
-            train_freq: self.train_freq,
-            gradient_steps: self.gradient_steps,
-            training_intensity: self.training_intensity,
-            batch_size: self.batch_size,
-        }
-    }
-
-    /// The replay settings.
-    pub fn replay_options(&self) -> ReplayOptions {
-        ReplayOptions {
-            buffer_size: self.buffer_size,
-            n_step: self.n_step,
-            prioritized: self.prioritized_replay,
-            alpha: self.prioritized_replay_alpha,
-            beta: self.prioritized_replay_beta,
-            eps: self.prioritized_replay_eps,
-        }
-    }
-
-    /// The target-network updates.
-    pub fn target_update(&self) -> TargetUpdate {
-        TargetUpdate {
-            interval: self.target_update_interval,
-            tau: self.tau,
-        }
-    }
-
-    /// ε after `t` of `total` env steps.
-    pub fn epsilon_at(&self, t: u64, total: u64) -> f64 {
-        match &self.epsilon {
-            Some(s) => s.value(t, total),
-            None => rl_off_policy::linear_epsilon(
-                self.exploration_initial_eps,
-                self.exploration_final_eps,
-                self.exploration_fraction,
-                t,
-                total,
-            ),
-        }
     }
 }

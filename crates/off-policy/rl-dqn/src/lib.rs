@@ -15,7 +15,8 @@ use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::activation::log_softmax;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::write_checkpoint;
+use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
+use rl_core::config::AlgoConfig;
 use rl_core::config::RunConfig;
 
 use rayon::prelude::*;
@@ -25,7 +26,7 @@ use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors
 use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{CoreState, OffPolicyCore, read_json, read_module, read_run};
+use rl_off_policy::{CoreState, OffPolicyCore};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;

@@ -454,6 +454,37 @@ macro_rules! core_accessors {
     };
 }
 
+/// `train_frequency()` and `replay_options()` for a config with the family's field names
+/// (`learning_starts`, `train_freq`, `gradient_steps`, `training_intensity`, `batch_size`,
+/// `buffer_size`, `n_step`, `prioritized_replay`, `prioritized_replay_alpha|beta|eps`).
+#[macro_export]
+macro_rules! loop_settings {
+    () => {
+        /// The loop settings.
+        pub fn train_frequency(&self) -> $crate::TrainFrequency {
+            $crate::TrainFrequency {
+                learning_starts: self.learning_starts,
+                train_freq: self.train_freq,
+                gradient_steps: self.gradient_steps,
+                training_intensity: self.training_intensity,
+                batch_size: self.batch_size,
+            }
+        }
+
+        /// The replay settings.
+        pub fn replay_options(&self) -> $crate::ReplayOptions {
+            $crate::ReplayOptions {
+                buffer_size: self.buffer_size,
+                n_step: self.n_step,
+                prioritized: self.prioritized_replay,
+                alpha: self.prioritized_replay_alpha,
+                beta: self.prioritized_replay_beta,
+                eps: self.prioritized_replay_eps,
+            }
+        }
+    };
+}
+
 /// Builds one training env for a run (called `n_envs` times).
 pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
 
@@ -709,47 +740,4 @@ impl OffPolicyCore {
             .map(String::into_bytes)
             .map_err(|e| RlError::Other(e.to_string()))
     }
-}
-
-/// Reads a checkpoint of `algorithm`: the checkpoint and its run config.
-pub fn read_run(
-    dir: &std::path::Path,
-    algorithm: &str,
-) -> Result<(Checkpoint, RunConfig), RlError> {
-    let ck = rl_core::checkpoint::read_checkpoint(dir)?;
-    if ck.algorithm != algorithm {
-        return Err(RlError::Config(format!(
-            "{}: checkpoint of algorithm {:?}, not {algorithm}",
-            dir.display(),
-            ck.algorithm
-        )));
-    }
-    let text = std::str::from_utf8(ck.file("config.yaml")?)
-        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-    let run =
-        RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
-    Ok((ck, run))
-}
-
-/// Parses a JSON file of checkpoint `ck`, errors naming it.
-pub fn read_json<T: serde::de::DeserializeOwned>(
-    ck: &Checkpoint,
-    name: &str,
-) -> Result<T, RlError> {
-    serde_json::from_slice(ck.file(name)?)
-        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of(name))))
-}
-
-/// Loads module weights from tensor file `name` of checkpoint `ck`.
-pub fn read_module<M: Module>(
-    ck: &Checkpoint,
-    name: &str,
-    module: M,
-    device: &rl_core::burn::tensor::Device,
-) -> Result<M, RlError> {
-    let path = ck.path_of(name);
-    let w = TensorMap::from_bytes(ck.file(name)?, &path)?;
-    Ok(rl_core::params::load_module_tensors(
-        module, &w, &path, device,
-    )?)
 }

@@ -1,10 +1,10 @@
 //! SAC hyperparameters: SB3's names and defaults, the seed's (RLlib's) options, RLlib names
 //! accepted as aliases.
 
+use rl_core::config::AlgoConfig;
 use rl_core::nn::Activation;
 use rl_core::replay::NStep;
 use rl_core::schedule::Schedule;
-use rl_off_policy::{ReplayOptions, TrainFrequency};
 use serde::{Deserialize, Serialize};
 
 /// A number, or `"auto"` / `"auto_<init>"` (SB3's `ent_coef` and `target_entropy`).
@@ -157,16 +157,32 @@ impl Default for SacConfig {
 }
 
 impl SacConfig {
-    /// Parses `algo_kwargs` strictly and checks value ranges.
-    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        let c: Self =
-            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
-        c.validate()?;
-        Ok(c)
+    rl_off_policy::loop_settings!();
+
+    /// Learned α: its initial value; fixed α: `None`.
+    pub fn learned_alpha_init(&self) -> Option<f64> {
+        self.ent_coef
+            .parse("ent_coef")
+            .ok()
+            .flatten()
+            .map(|init| self.initial_alpha.or(init).unwrap_or(1.0))
     }
 
+    /// The entropy target for `act_dim` continuous dimensions or `n_actions` discrete ones.
+    pub fn target_entropy_for(&self, continuous_dim: Option<usize>, n_actions: usize) -> f64 {
+        match &self.target_entropy {
+            AutoOr::Value(v) => *v,
+            AutoOr::Auto(_) => match continuous_dim {
+                Some(d) => -(d as f64),
+                None => 0.98 * (n_actions as f64).ln(),
+            },
+        }
+    }
+}
+
+impl AlgoConfig for SacConfig {
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
         self.train_frequency().validate()?;
         self.replay_options().validate()?;
@@ -220,48 +236,5 @@ impl SacConfig {
             );
         }
         Ok(())
-    }
-
-    /// The loop settings.
-    pub fn train_frequency(&self) -> TrainFrequency {
-        TrainFrequency {
-            learning_starts: self.learning_starts,
-            train_freq: self.train_freq,
-            gradient_steps: self.gradient_steps,
-            training_intensity: self.training_intensity,
-            batch_size: self.batch_size,
-        }
-    }
-
-    /// The replay settings.
-    pub fn replay_options(&self) -> ReplayOptions {
-        ReplayOptions {
-            buffer_size: self.buffer_size,
-            n_step: self.n_step,
-            prioritized: self.prioritized_replay,
-            alpha: self.prioritized_replay_alpha,
-            beta: self.prioritized_replay_beta,
-            eps: self.prioritized_replay_eps,
-        }
-    }
-
-    /// Learned α: its initial value; fixed α: `None`.
-    pub fn learned_alpha_init(&self) -> Option<f64> {
-        self.ent_coef
-            .parse("ent_coef")
-            .ok()
-            .flatten()
-            .map(|init| self.initial_alpha.or(init).unwrap_or(1.0))
-    }
-
-    /// The entropy target for `act_dim` continuous dimensions or `n_actions` discrete ones.
-    pub fn target_entropy_for(&self, continuous_dim: Option<usize>, n_actions: usize) -> f64 {
-        match &self.target_entropy {
-            AutoOr::Value(v) => *v,
-            AutoOr::Auto(_) => match continuous_dim {
-                Some(d) => -(d as f64),
-                None => 0.98 * (n_actions as f64).ln(),
-            },
-        }
     }
 }

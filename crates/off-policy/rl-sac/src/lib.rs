@@ -16,7 +16,8 @@ use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::write_checkpoint;
+use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
+use rl_core::config::AlgoConfig;
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
@@ -24,7 +25,7 @@ use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors
 use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{CoreState, OffPolicyCore, polyak, read_json, read_module, read_run};
+use rl_off_policy::{CoreState, OffPolicyCore, polyak};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;

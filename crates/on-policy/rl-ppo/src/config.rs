@@ -1,5 +1,6 @@
 //! PPO hyperparameters: SB3's names and defaults; RLlib's names accepted as aliases.
 
+use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
 use serde::{Deserialize, Serialize};
@@ -76,18 +77,9 @@ impl Default for PpoConfig {
     }
 }
 
-impl PpoConfig {
-    /// Parses `algo_kwargs` strictly (errors name the key and list the allowed ones) and checks
-    /// value ranges.
-    pub fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
-        let c: Self =
-            rl_core::config::strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
-        c.validate()?;
-        Ok(c)
-    }
-
+impl AlgoConfig for PpoConfig {
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
         if self.n_steps == 0 {
             return err("n_steps", "must be at least 1");

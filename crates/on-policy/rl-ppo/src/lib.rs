@@ -13,7 +13,8 @@ use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{read_checkpoint, write_checkpoint};
+use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
+use rl_core::config::AlgoConfig;
 use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
@@ -333,29 +334,11 @@ impl Ppo {
 
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let ck = read_checkpoint(dir)?;
-        if ck.algorithm != "ppo" {
-            return Err(RlError::Config(format!(
-                "{}: checkpoint of algorithm {:?}, not ppo",
-                dir.display(),
-                ck.algorithm
-            )));
-        }
-        let text = std::str::from_utf8(ck.file("config.yaml")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("config.yaml"))))?;
-        let run =
-            RunConfig::from_yaml(text, &[], &ck.path_of("config.yaml")).map_err(RlError::Config)?;
+        let (ck, run) = read_run(dir, "ppo")?;
         let mut ppo = Self::new(&run, make_env, device)?;
-        let state: SavedState = serde_json::from_slice(ck.file("state.json")?)
-            .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of("state.json"))))?;
-        let model_file = ck.path_of("model.safetensors");
-        let weights = TensorMap::from_bytes(ck.file("model.safetensors")?, &model_file)?;
-        ppo.learner.policy = load_module_tensors(
-            ppo.learner.policy,
-            &weights,
-            &model_file,
-            &ppo.learner.device,
-        )?;
+        let state: SavedState = read_json(&ck, "state.json")?;
+        let dev = ppo.learner.device.clone();
+        ppo.learner.policy = read_module(&ck, "model.safetensors", ppo.learner.policy, &dev)?;
         let opt_file = ck.path_of("optimizer.safetensors");
         let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
         ppo.learner.opt.load(

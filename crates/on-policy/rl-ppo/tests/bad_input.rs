@@ -4,6 +4,7 @@
 use rl_core::Space;
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
+use rl_core::config::AlgoConfig;
 use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError, Info, Kwargs, Step};
 use rl_ppo::{Ppo, PpoConfig};
