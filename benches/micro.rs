@@ -1,4 +1,5 @@
-//! Micro-benchmarks: CartPole vector stepping, GAE, policy forward, one PPO minibatch update.
+//! Micro-benchmarks: CartPole vector stepping, GAE, policy forward, one PPO minibatch update,
+//! one DQN gradient step.
 //! `cargo bench --bench micro`.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -13,6 +14,10 @@ use rl::core::{Rng, Space, VecEnv};
 use rl::on_policy::rollout::tensor2;
 use rl::on_policy::{ActorCritic, PolicyKwargs};
 use std::hint::black_box;
+
+// As the `rl` binary, so the figures match training.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn cartpole_step(c: &mut Criterion) {
     let mut g = c.benchmark_group("cartpole");
@@ -135,5 +140,47 @@ fn policy(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, cartpole_step, gae, policy);
+/// One DQN gradient step with the zoo CartPole settings (256-256, batch 64): target forward,
+/// online forward/backward in two halves, Adam.
+fn dqn_step(c: &mut Criterion) {
+    use rl::core::algorithm::Learner;
+    use rl::core::replay::TransitionBatch;
+    let device = Device::flex().autodiff();
+    let mut rng = Rng::seed_from(0);
+    let net = rl::dqn::QNetworkConfig {
+        d_input: 4,
+        n_actions: 2,
+        net_arch: vec![256, 256],
+        hiddens: vec![],
+        activation: rl::core::nn::Activation::Relu,
+        dueling: false,
+        atoms: 1,
+        noisy_sigma0: None,
+    }
+    .init(&mut rng, &device);
+    let mut learner = rl::dqn::DqnLearner::new(
+        rl::dqn::DqnConfig::default(),
+        net,
+        device,
+        Rng::seed_from(1),
+    );
+    let b = 64;
+    let mut r = |n: usize| (0..n).map(|_| rng.normal() as f32).collect::<Vec<f32>>();
+    let mut batch = TransitionBatch {
+        indices: (0..b).collect(),
+        obs: r(b * 4),
+        actions: (0..b).map(|i| (i % 2) as f32).collect(),
+        rewards: vec![1.0; b],
+        next_obs: r(b * 4),
+        terminated: vec![0.0; b],
+        truncated: vec![0.0; b],
+        discounts: vec![0.99; b],
+        weights: vec![1.0; b],
+    };
+    c.bench_function("dqn_gradient_step_64_256x256", |bn| {
+        bn.iter(|| black_box(learner.update(&mut batch).unwrap()))
+    });
+}
+
+criterion_group!(benches, cartpole_step, gae, policy, dqn_step);
 criterion_main!(benches);
