@@ -4,6 +4,7 @@
 //! [`RunConfig`](rl_core::config::RunConfig). The `rl` binary is the command-line interface.
 #![warn(missing_docs)]
 
+pub use rl_a2c as a2c;
 pub use rl_awr as awr;
 pub use rl_core as core;
 pub use rl_dqn as dqn;
@@ -21,7 +22,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "dqn", "sac", "awr"];
+pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "dqn", "sac", "awr"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -44,6 +45,7 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
+        "a2c" => Ok(Box::new(rl_a2c::A2c::new(run, &make_training_env, device)?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
@@ -59,6 +61,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
     let ck = read_checkpoint(dir)?;
     match ck.algorithm.as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "a2c" => Ok(Box::new(rl_a2c::A2c::load(
             dir,
             &make_training_env,
             device,

@@ -64,6 +64,8 @@ struct Case {
     config: &'static str,
     seeds: Vec<u64>,
     sb3: &'static str,
+    /// `--set` overrides of the config.
+    overrides: &'static [&'static str],
 }
 
 fn cases(quick: bool) -> Vec<Case> {
@@ -73,24 +75,35 @@ fn cases(quick: bool) -> Vec<Case> {
             config: "examples/configs/ppo_cartpole.yaml",
             seeds: if quick { vec![0] } else { vec![0, 1, 2] },
             sb3: "cartpole",
+            overrides: &[],
         },
         Case {
             name: "PPO Pendulum-v1 200k",
             config: "examples/configs/ppo_pendulum.yaml",
             seeds: vec![0],
             sb3: "pendulum",
+            overrides: &[],
         },
         Case {
             name: "DQN CartPole-v1 50k (zoo)",
             config: "examples/configs/dqn_cartpole.yaml",
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "dqn_cartpole",
+            overrides: &[],
         },
         Case {
             name: "SAC Pendulum-v1 20k",
             config: "examples/configs/sac_pendulum.yaml",
             seeds: vec![0],
             sb3: "sac_pendulum",
+            overrides: &[],
+        },
+        Case {
+            name: "A2C CartPole-v1 100k (zoo)",
+            config: "examples/configs/a2c_cartpole.yaml",
+            seeds: if quick { vec![0] } else { vec![0, 1] },
+            sb3: "a2c_cartpole",
+            overrides: &["total_timesteps=100000"],
         },
     ]
 }
@@ -99,7 +112,7 @@ const SB3_SCRIPT: &str = r#"
 import sys, time, json
 import torch
 torch.set_num_threads(1)
-from stable_baselines3 import DQN, PPO, SAC
+from stable_baselines3 import A2C, DQN, PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 case, seed = sys.argv[1], int(sys.argv[2])
@@ -115,6 +128,11 @@ elif case == "dqn_cartpole":
                 exploration_fraction=0.16, exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]),
                 seed=seed, device="cpu")
     steps = 50_000
+elif case == "a2c_cartpole":
+    torch.set_num_threads(2)  # SB3's faster setting for A2C here
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    model = A2C("MlpPolicy", env, ent_coef=0.0, seed=seed, device="cpu")
+    steps = 100_000
 elif case == "sac_pendulum":
     torch.set_num_threads(2)  # SB3's faster setting for SAC here
     env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed)
@@ -184,6 +202,9 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
             ])
             .arg(&dir)
             .current_dir(&r);
+            for o in c.overrides {
+                cmd.args(["--set", o]);
+            }
             if quick && c.sb3 == "pendulum" {
                 cmd.args(["--set", "total_timesteps=50000"]);
             }

@@ -3,6 +3,10 @@
 
 use rl_core::algorithm::Algorithm;
 use rl_core::config::RunConfig;
+use rl_core::env::{
+    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Kwargs, Step, check_action,
+};
+use rl_core::{Rng, Space};
 
 /// `examples/configs/<name>` of the workspace with `overrides` (`key=value`) applied.
 pub fn example_config(manifest_dir: &str, name: &str, overrides: &[String]) -> RunConfig {
@@ -66,4 +70,170 @@ pub fn first_reaching(
         }
     }
     (None, evals)
+}
+
+/// A contextual bandit for action-space tests: one-step episodes whose observation encodes a
+/// target action; the reward says how well the action matches it (1 is perfect; for Box
+/// spaces 1 − mean squared distance).
+pub struct Match {
+    obs_space: Space,
+    act_space: Space,
+    target: Vec<f32>,
+    rng: Rng,
+}
+
+impl Match {
+    /// A bandit whose actions live in `act_space`.
+    pub fn new(act_space: Space) -> Self {
+        let n = act_space.raw_dim();
+        Self {
+            obs_space: Space::boxed(vec![-1.0; n], vec![2.0; n]),
+            act_space,
+            target: vec![0.0; n],
+            rng: Rng::seed_from(0),
+        }
+    }
+    fn draw(&mut self, obs: &mut [f32]) {
+        self.target.clear();
+        let mut t = Vec::new();
+        match &self.act_space {
+            Space::Box { .. } => {
+                t.extend((0..obs.len()).map(|_| self.rng.uniform_range(-0.8, 0.8) as f32))
+            }
+            s => s.sample(&mut self.rng, &mut t),
+        }
+        self.target = t;
+        obs.copy_from_slice(&self.target);
+    }
+}
+
+impl Env for Match {
+    fn id(&self) -> &str {
+        "Match"
+    }
+    fn observation_space(&self) -> &Space {
+        &self.obs_space
+    }
+    fn action_space(&self) -> &Space {
+        &self.act_space
+    }
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        _options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        if let Some(s) = seed {
+            self.rng = Rng::seed_from(s);
+        }
+        self.draw(obs);
+        Ok(Info::new())
+    }
+    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        check_action("Match", &self.act_space, action)?;
+        let n = action.len() as f64;
+        let reward = match self.act_space {
+            Space::Box { .. } => {
+                1.0 - action
+                    .iter()
+                    .zip(&self.target)
+                    .map(|(a, t)| ((a - t) as f64).powi(2))
+                    .sum::<f64>()
+                    / n
+            }
+            _ => {
+                action
+                    .iter()
+                    .zip(&self.target)
+                    .filter(|(a, t)| a == t)
+                    .count() as f64
+                    / n
+            }
+        };
+        self.draw(obs);
+        let info = [
+            (EPISODE_RETURN.to_string(), reward),
+            (EPISODE_LENGTH.to_string(), 1.0),
+        ]
+        .into_iter()
+        .collect();
+        Ok(Step {
+            reward,
+            terminated: true,
+            truncated: false,
+            info,
+        })
+    }
+}
+
+/// Trains a fresh agent (`build`, given the run and a maker of [`Match`] bandits over
+/// `space`) on the run in `yaml` and returns the mean episodic return of its first iteration
+/// and the deterministic mean return over 200 bandit episodes after the budget.
+pub fn bandit_returns(
+    yaml: &str,
+    space: Space,
+    build: impl Fn(&RunConfig, rl_core::agent::EnvMaker<'_>) -> Box<dyn Algorithm>,
+) -> (f64, f64) {
+    let run = RunConfig::from_yaml(yaml, &[], "test").unwrap_or_else(|e| panic!("{e}"));
+    let make = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(Match::new(space.clone())))
+    };
+    let mut alg = build(&run, &make);
+    let mut returns = Vec::new();
+    while alg.num_timesteps() < run.total_timesteps {
+        let m = alg.train().unwrap_or_else(|e| panic!("{e}"));
+        if let Some(r) = m.get("charts/episodic_return") {
+            returns.push(*r);
+        }
+    }
+    let mut env = Match::new(space);
+    let det = alg
+        .evaluate(&mut env, 200, true, 99)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .mean_return;
+    (returns[0], det)
+}
+
+/// Metrics with the wall-clock ones (`time/…`, `charts/SPS`) left out, as exact bits: what a
+/// resumed run must reproduce.
+pub fn comparable_metrics(m: &rl_core::logger::Metrics) -> Vec<(String, u64)> {
+    m.iter()
+        .filter(|(k, _)| !k.starts_with("time/") && *k != "charts/SPS")
+        .map(|(k, v)| (k.clone(), v.to_bits()))
+        .collect()
+}
+
+/// Resume check: `n` iterations, save, `load`, `m` more must equal `n + m` uninterrupted
+/// iterations bit for bit (metrics but wall-clock ones, and `weights`). Returns the resumed
+/// agent's step count after the load.
+pub fn assert_resumes_bit_identically<A: Algorithm>(
+    (n, m): (usize, usize),
+    new: impl Fn() -> A,
+    load: impl Fn(&std::path::Path) -> A,
+    weights: impl Fn(&A) -> rl_core::params::TensorMap,
+    tag: &str,
+) -> u64 {
+    let mut a = new();
+    let metrics_a: Vec<_> = (0..n + m)
+        .map(|_| comparable_metrics(&a.train().unwrap_or_else(|e| panic!("{e}"))))
+        .collect();
+    let mut b = new();
+    let mut metrics_b: Vec<_> = (0..n)
+        .map(|_| comparable_metrics(&b.train().unwrap_or_else(|e| panic!("{e}"))))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("rl-resume-{}-{tag}", std::process::id()));
+    b.save(&dir).unwrap_or_else(|e| panic!("{e}"));
+    drop(b);
+    let mut c = load(&dir);
+    let steps = c.num_timesteps();
+    metrics_b
+        .extend((0..m).map(|_| comparable_metrics(&c.train().unwrap_or_else(|e| panic!("{e}")))));
+    assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
+    assert_eq!(
+        weights(&a),
+        weights(&c),
+        "{tag}: weights differ after resume"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    steps
 }

@@ -422,37 +422,7 @@ mod tests {
     }
 }
 
-#[doc(hidden)]
-pub use {rl_core as __rl_core, serde_json as __serde_json};
-
-/// The [`Algorithm`](rl_core::Algorithm) methods an agent answers from its
-/// [`OffPolicyCore`] (a field named `core`): name, step counters, spaces, env statistics.
-#[macro_export]
-macro_rules! core_accessors {
-    ($name:literal) => {
-        fn name(&self) -> &str {
-            $name
-        }
-        fn num_timesteps(&self) -> u64 {
-            self.core.num_timesteps
-        }
-        fn total_timesteps(&self) -> u64 {
-            self.core.total_timesteps
-        }
-        fn set_total_timesteps(&mut self, total: u64) {
-            self.core.total_timesteps = total;
-        }
-        fn observation_space(&self) -> &$crate::__rl_core::Space {
-            &self.core.obs_space
-        }
-        fn action_space(&self) -> &$crate::__rl_core::Space {
-            &self.core.act_space
-        }
-        fn env_stats(&self) -> Vec<$crate::__serde_json::Value> {
-            self.core.collector.env.envs()[0].save_stats()
-        }
-    };
-}
+pub use rl_core::core_accessors;
 
 /// `train_frequency()` and `replay_options()` for a config with the family's field names
 /// (`learning_starts`, `train_freq`, `gradient_steps`, `training_intensity`, `batch_size`,
@@ -485,8 +455,7 @@ macro_rules! loop_settings {
     };
 }
 
-/// Builds one training env for a run (called `n_envs` times).
-pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>;
+pub use rl_core::agent::EnvMaker;
 
 /// Counters, generators and collector state every off-policy agent saves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -566,13 +535,7 @@ impl OffPolicyCore {
         replay: &ReplayOptions,
         stored_act_dim: impl Fn(&Space) -> Result<usize, RlError>,
     ) -> Result<Self, RlError> {
-        if run.n_envs == 0 {
-            return Err(RlError::Config("n_envs: must be at least 1".into()));
-        }
-        let envs = (0..run.n_envs)
-            .map(|_| make_env(run))
-            .collect::<Result<Vec<_>, _>>()?;
-        let venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
+        let venv = rl_core::agent::make_vec_env(run, make_env)?;
         let obs_space = venv.observation_space().clone();
         let act_space = venv.action_space().clone();
         let act_dim = stored_act_dim(&act_space)?;
@@ -626,22 +589,7 @@ impl OffPolicyCore {
 
     /// Checks raw observations for `predict` and flattens them: `(flat, rows)`.
     pub fn flat_obs(&self, obs: &[f32]) -> Result<(Vec<f32>, usize), RlError> {
-        let d = self.obs_space.raw_dim();
-        if obs.is_empty() || !obs.len().is_multiple_of(d.max(1)) {
-            return Err(RlError::Config(format!(
-                "predict: observation of {} values, expected a multiple of {d}",
-                obs.len()
-            )));
-        }
-        if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
-            return Err(RlError::Env(EnvError::BadOutput {
-                env: self.run.env_id.clone(),
-                reason: format!("observation element {i} is {}", obs[i]),
-            }));
-        }
-        let mut flat = Vec::new();
-        flatten_batch(&self.obs_space, obs, &mut flat);
-        Ok((flat, obs.len() / d.max(1)))
+        rl_core::agent::checked_flat_obs(&self.obs_space, &self.run.env_id, obs)
     }
 
     /// Runs `steps` gradient steps: samples a batch (`batch_size`, discount `gamma`, PER
@@ -674,11 +622,7 @@ impl OffPolicyCore {
 
     /// CleanRL's charts for an iteration: episodes, SPS and time split.
     pub fn finish_metrics(&self, m: &mut Metrics, c: &Collected, started: std::time::Instant) {
-        let secs = started.elapsed().as_secs_f64();
-        rl_core::batch::episode_metrics(&c.episodes, m);
-        m.insert("charts/SPS".into(), c.steps as f64 / secs.max(1e-9));
-        m.insert("time/rollout_seconds".into(), c.seconds);
-        m.insert("time/update_seconds".into(), secs - c.seconds);
+        rl_core::agent::iteration_charts(m, &c.episodes, c.steps, c.seconds, started);
     }
 
     /// The state to save, and the buffer file when `store`.
@@ -726,18 +670,6 @@ impl OffPolicyCore {
 
     /// The run config to save: the budget now and the complete hyperparameters `cfg`.
     pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
-        let mut run = self.run.clone();
-        run.total_timesteps = self.total_timesteps;
-        run.algo_kwargs = match serde_json::to_value(cfg) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => {
-                return Err(RlError::Other(
-                    "hyperparameters do not serialize to a map".into(),
-                ));
-            }
-        };
-        serde_yaml::to_string(&run)
-            .map(String::into_bytes)
-            .map_err(|e| RlError::Other(e.to_string()))
+        rl_core::agent::run_yaml(&self.run, self.total_timesteps, cfg)
     }
 }

@@ -1,9 +1,16 @@
-//! rl-on-policy: what PPO, A2C, TRPO and PPG share — actor-critic policies and rollout
-//! collection with GAE.
+//! rl-on-policy: what PPO, A2C, TRPO and PPG share — actor-critic policies, rollout
+//! collection with GAE, and the agent shell around a learner.
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod loss;
 pub mod policy;
 pub mod rollout;
 
+pub use agent::{
+    CoreState, LearnerFiles, OnPolicyAgent, OnPolicyCore, OnPolicyLearner, Rollout,
+    actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
+};
 pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput};
+pub use rl_core::agent::EnvMaker;
 pub use rollout::{CollectorState, RolloutCollector, RolloutInfo};

@@ -1,6 +1,7 @@
 //! PPO's loss terms as pure functions (SB3's `PPO.train` formulas).
 
 use rl_core::burn::tensor::Tensor;
+pub use rl_on_policy::loss::{entropy_loss, explained_variance, normalize_advantages};
 
 /// Clipped surrogate: returns `(policy_loss, ratio)` with
 /// `ratio = exp(log_prob - old_log_prob)` and
@@ -32,21 +33,6 @@ pub fn value_loss(
     rl_core::losses::mse(returns, pred)
 }
 
-/// SB3's per-minibatch advantage normalization: `(A - mean) / (std + 1e-8)` with the unbiased
-/// (N-1) standard deviation. A single sample is left as is (SB3 skips normalization then).
-pub fn normalize_advantages(adv: &[f32]) -> Vec<f32> {
-    let n = adv.len();
-    if n < 2 {
-        return adv.to_vec();
-    }
-    let mean = adv.iter().map(|&a| a as f64).sum::<f64>() / n as f64;
-    let var = adv.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let std = var.sqrt();
-    adv.iter()
-        .map(|&a| ((a as f64 - mean) / (std + 1e-8)) as f32)
-        .collect()
-}
-
 /// Fraction of ratios with `|ratio - 1| > clip_range`.
 pub fn clip_fraction(ratio: &[f32], clip_range: f64) -> f64 {
     ratio
@@ -68,20 +54,4 @@ pub fn approx_kl(log_prob: &[f32], old_log_prob: &[f32]) -> f64 {
         })
         .sum::<f64>()
         / n
-}
-
-/// Explained variance `1 - Var(y - ŷ) / Var(y)` (NaN when `Var(y)` is 0, as SB3).
-pub fn explained_variance(pred: &[f32], target: &[f32]) -> f64 {
-    let n = target.len() as f64;
-    let mean = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>() / n;
-    let my = mean(&mut target.iter().map(|&x| x as f64));
-    let vy = mean(&mut target.iter().map(|&x| (x as f64 - my).powi(2)));
-    let diff: Vec<f64> = target
-        .iter()
-        .zip(pred)
-        .map(|(&y, &p)| y as f64 - p as f64)
-        .collect();
-    let md = mean(&mut diff.iter().copied());
-    let vd = mean(&mut diff.iter().map(|&d| (d - md).powi(2)));
-    if vy == 0.0 { f64::NAN } else { 1.0 - vd / vy }
 }

@@ -5,7 +5,6 @@
 use rl_core::algorithm::Algorithm;
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
-use rl_core::logger::Metrics;
 use rl_core::params::module_tensors;
 use rl_ppo::Ppo;
 
@@ -20,42 +19,17 @@ fn make(run: &RunConfig) -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
     rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99)
 }
 
-fn strip(m: &Metrics) -> Vec<(String, u64)> {
-    m.iter()
-        .filter(|(k, _)| !k.starts_with("time/") && *k != "charts/SPS")
-        .map(|(k, v)| (k.clone(), v.to_bits()))
-        .collect()
-}
-
 fn check(env: &str, extra: &str, tag: &str) {
     let run = cfg(env, extra);
     let dev = Device::flex();
-    let (n, m) = (4, 5);
-    let mut a = Ppo::new(&run, &make, &dev).unwrap();
-    let mut metrics_a = Vec::new();
-    for _ in 0..n + m {
-        metrics_a.push(strip(&a.train().unwrap()));
-    }
-    let mut b = Ppo::new(&run, &make, &dev).unwrap();
-    let mut metrics_b = Vec::new();
-    for _ in 0..n {
-        metrics_b.push(strip(&b.train().unwrap()));
-    }
-    let dir = std::env::temp_dir().join(format!("rl-resume-{}-{tag}", std::process::id()));
-    b.save(&dir).unwrap();
-    drop(b);
-    let mut c = Ppo::load(&dir, &make, &dev).unwrap();
-    assert_eq!(c.num_timesteps(), (n * 64 * 3) as u64);
-    for _ in 0..m {
-        metrics_b.push(strip(&c.train().unwrap()));
-    }
-    assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
-    assert_eq!(
-        module_tensors(a.policy()),
-        module_tensors(c.policy()),
-        "{tag}: weights differ after resume"
+    let steps = rl_envs::testing::assert_resumes_bit_identically(
+        (4, 5),
+        || Ppo::new(&run, &make, &dev).unwrap(),
+        |dir| Ppo::load(dir, &make, &dev).unwrap(),
+        |a| module_tensors(a.policy()),
+        &format!("ppo-{tag}"),
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(steps, 4 * 64 * 3);
 }
 
 #[test]

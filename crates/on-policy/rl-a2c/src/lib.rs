@@ -1,0 +1,152 @@
+//! rl-a2c: Advantage Actor-Critic, the synchronous variant of A3C (Mnih et al. 2016), as
+//! stable-baselines3's `A2C`: short rollouts from parallel envs, one gradient step per
+//! rollout on the whole batch, n-step returns (GAE with λ = 1 by default), RMSprop.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod loss;
+
+pub use config::A2cConfig;
+
+use rl_core::algorithm::{Learner, RlError};
+use rl_core::batch::{host, tensor1, tensor2};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
+use rl_core::logger::Metrics;
+use rl_core::optim::FlatOptimizer;
+use rl_core::params::flat_grads;
+pub use rl_on_policy::EnvMaker;
+use rl_on_policy::{
+    ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner, load_policy_and_optimizer,
+    save_policy_and_optimizer,
+};
+use serde_json::{Map, Value};
+
+/// Name of the optimizer state inside `optimizer.safetensors`.
+const OPT: &str = "optimizer";
+
+/// The optimization half of A2C: the policy and its optimizer. It updates from any
+/// [`RolloutBuffer`].
+pub struct A2cLearner {
+    cfg: A2cConfig,
+    device: Device,
+    policy: ActorCritic,
+    opt: FlatOptimizer,
+    /// Env steps so far, for the schedules.
+    pub num_timesteps: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
+}
+
+impl A2cLearner {
+    /// A learner for `policy` (on the autodiff `device`).
+    pub fn new(cfg: A2cConfig, policy: ActorCritic, device: Device, total_timesteps: u64) -> Self {
+        Self {
+            opt: FlatOptimizer::new(cfg.optimizer(), cfg.max_grad_norm),
+            cfg,
+            device,
+            policy,
+            num_timesteps: 0,
+            total_timesteps,
+        }
+    }
+
+    /// The policy network.
+    pub fn policy(&self) -> &ActorCritic {
+        &self.policy
+    }
+}
+
+impl Learner for A2cLearner {
+    type Batch = RolloutBuffer;
+
+    /// One gradient step on the whole rollout (SB3's `A2C.train`).
+    fn update(&mut self, buf: &mut RolloutBuffer) -> Result<Metrics, RlError> {
+        let lr = self
+            .cfg
+            .learning_rate
+            .value(self.num_timesteps, self.total_timesteps);
+        let (n, od, ad) = (buf.len(), buf.obs_dim, buf.act_dim);
+        let dev = &self.device;
+        let obs = tensor2(buf.obs[..n * od].to_vec(), n, od, dev);
+        let actions = tensor2(buf.actions[..n * ad].to_vec(), n, ad, dev);
+        let mut adv = buf.advantages[..n].to_vec();
+        if self.cfg.normalize_advantage {
+            adv = loss::normalize_advantages(&adv);
+        }
+        let (logp, entropy) = self.policy.log_prob_entropy(obs.clone(), actions);
+        let values = self.policy.values(obs);
+        let l = loss::a2c_loss(
+            logp,
+            entropy,
+            values,
+            tensor1(adv, dev),
+            tensor1(buf.returns[..n].to_vec(), dev),
+            self.cfg.ent_coef,
+            self.cfg.vf_coef,
+        );
+        let scalar = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
+        let (pl, vl, el, tl) = (
+            scalar(&l.policy),
+            scalar(&l.value),
+            scalar(&l.entropy),
+            scalar(&l.total),
+        );
+        if !tl.is_finite() {
+            let (metric, value) = [
+                ("losses/policy_loss", pl),
+                ("losses/value_loss", vl),
+                ("losses/entropy_loss", el),
+            ]
+            .into_iter()
+            .find(|(_, v)| !v.is_finite())
+            .unwrap_or(("losses/total_loss", tl));
+            return Err(RlError::NonFinite {
+                step: self.num_timesteps,
+                metric: metric.into(),
+                value,
+            });
+        }
+        let g = flat_grads(&self.policy, l.total.backward(), dev);
+        let (policy, stats) = self.opt.step_flat(lr, self.policy.clone(), g);
+        self.policy = policy;
+        let mut m = Metrics::new();
+        m.insert("losses/policy_loss".into(), pl);
+        m.insert("losses/value_loss".into(), vl);
+        m.insert("losses/entropy".into(), -el);
+        m.insert("losses/grad_norm".into(), stats.grad_norm as f64);
+        rl_on_policy::loss::rollout_metrics(&mut m, &buf.values[..n], &buf.returns[..n], lr);
+        Ok(m)
+    }
+
+    rl_on_policy::policy_weights!();
+}
+
+/// An A2C agent with its envs, ready to train.
+pub type A2c = OnPolicyAgent<A2cLearner>;
+
+impl OnPolicyLearner for A2cLearner {
+    type Config = A2cConfig;
+    rl_on_policy::learner_accessors!(A2cConfig);
+
+    const NAME: &'static str = "a2c";
+
+    fn build(cfg: A2cConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
+        Self::new(cfg, policy, device, run.total_timesteps)
+    }
+    fn save_state(&self) -> LearnerFiles {
+        save_policy_and_optimizer(&self.policy, &self.opt, OPT)
+    }
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
+        load_policy_and_optimizer(
+            ck,
+            state,
+            &mut self.policy,
+            &mut self.opt,
+            OPT,
+            &self.device,
+        )
+    }
+}

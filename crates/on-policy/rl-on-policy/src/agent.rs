@@ -1,0 +1,458 @@
+//! The agent the family shares: envs and rollout collector, counters, the generators that
+//! draw actions, `predict`, checkpoints ([`OnPolicyCore`]), around a learner that implements
+//! [`OnPolicyLearner`]; [`OnPolicyAgent`] is the [`Algorithm`] of PPO, A2C and the others.
+
+use crate::policy::{ActorCritic, PolicyKwargs};
+use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, tensor2};
+use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
+use rl_core::algorithm::{Algorithm, Learner};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::{Device, Tensor};
+use rl_core::checkpoint::{Checkpoint, read_json, read_module, read_run, write_checkpoint};
+use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::logger::Metrics;
+use rl_core::optim::FlatOptimizer;
+use rl_core::params::{TensorMap, flat_grads, num_params};
+use rl_core::{RlError, Rng, Space};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+use std::time::Instant;
+
+/// Counters, generators and collector state every on-policy agent saves (flattened into its
+/// `state.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoreState {
+    /// Env steps so far.
+    pub num_timesteps: u64,
+    /// `train` calls so far.
+    pub iterations: u64,
+    /// Budget the schedules refer to.
+    pub total_timesteps: u64,
+    /// Action draws during collection.
+    pub rng_policy: Rng,
+    /// `predict` draws.
+    pub rng_predict: Rng,
+    /// Envs and last observations.
+    pub collector: CollectorState,
+    /// Normalization statistics of the first env (also inside `collector`; kept readable).
+    pub env_stats: Vec<serde_json::Value>,
+}
+
+/// What one collection gave.
+#[derive(Debug, Default)]
+pub struct Rollout {
+    /// Finished episodes.
+    pub info: RolloutInfo,
+    /// Env steps taken (all envs).
+    pub steps: u64,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+/// Envs, rollout buffer, counters and generators of an on-policy agent.
+pub struct OnPolicyCore {
+    /// The run configuration.
+    pub run: RunConfig,
+    /// Envs and rollout buffer.
+    pub collector: RolloutCollector,
+    /// Action draws during collection.
+    pub rng_policy: Rng,
+    /// `predict` draws.
+    pub rng_predict: Rng,
+    /// Env steps so far.
+    pub num_timesteps: u64,
+    /// `train` calls so far.
+    pub iterations: u64,
+    /// Budget the schedules refer to.
+    pub total_timesteps: u64,
+    /// Observation space.
+    pub obs_space: Space,
+    /// Action space.
+    pub act_space: Space,
+    /// Inference device (the training device without autodiff).
+    pub infer: Device,
+}
+
+impl OnPolicyCore {
+    /// Builds the envs and a buffer of `n_steps` per env; `infer` is the inference device.
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        n_steps: usize,
+        infer: Device,
+    ) -> Result<Self, RlError> {
+        let venv = make_vec_env(run, make_env)?;
+        let obs_space = venv.observation_space().clone();
+        let act_space = venv.action_space().clone();
+        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
+        Ok(Self {
+            collector: RolloutCollector::new(venv, n_steps, env_seed)?,
+            run: run.clone(),
+            rng_policy: Rng::for_stream(run.seed, "policy"),
+            rng_predict: Rng::for_stream(run.seed, "predict"),
+            num_timesteps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+            obs_space,
+            act_space,
+            infer,
+        })
+    }
+
+    /// Fills the buffer with `policy` (its inference copy) and computes GAE.
+    pub fn collect(
+        &mut self,
+        policy: &ActorCritic,
+        gamma: f64,
+        gae_lambda: f64,
+    ) -> Result<Rollout, RlError> {
+        let t0 = Instant::now();
+        let valid = policy.valid();
+        let info = self.collector.collect(
+            &valid,
+            &self.infer,
+            &mut self.rng_policy,
+            gamma as f32,
+            gae_lambda as f32,
+        )?;
+        let steps = self.collector.buffer.len() as u64;
+        self.num_timesteps += steps;
+        Ok(Rollout {
+            info,
+            steps,
+            seconds: t0.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Counts the iteration and adds the charts (episodes, SPS, time split); checks that
+    /// every metric is finite.
+    pub fn finish(
+        &mut self,
+        m: &mut Metrics,
+        r: &Rollout,
+        started: Instant,
+    ) -> Result<(), RlError> {
+        self.iterations += 1;
+        iteration_charts(m, &r.info.episodes, r.steps, r.seconds, started);
+        rl_core::algorithm::check_finite(self.num_timesteps, m)
+    }
+
+    /// Actions of `policy` for raw observations (deterministic: the mode), clipped to the
+    /// bounds of a Box action space.
+    pub fn predict(
+        &mut self,
+        policy: &ActorCritic,
+        obs: &[f32],
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
+        let mut actions = policy.valid().sample_actions(
+            tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
+            &mut self.rng_predict,
+            deterministic,
+        );
+        self.act_space.clip_to_bounds(&mut actions);
+        Ok(actions)
+    }
+
+    /// The state to save.
+    pub fn state(&self) -> Result<CoreState, RlError> {
+        Ok(CoreState {
+            num_timesteps: self.num_timesteps,
+            iterations: self.iterations,
+            total_timesteps: self.total_timesteps,
+            rng_policy: self.rng_policy.clone(),
+            rng_predict: self.rng_predict.clone(),
+            collector: self.collector.state()?,
+            env_stats: self.collector.env.envs()[0].save_stats(),
+        })
+    }
+
+    /// Restores a saved state.
+    pub fn restore(&mut self, s: CoreState) -> Result<(), RlError> {
+        self.collector.restore(&s.collector)?;
+        self.num_timesteps = s.num_timesteps;
+        self.iterations = s.iterations;
+        self.total_timesteps = s.total_timesteps;
+        self.rng_policy = s.rng_policy;
+        self.rng_predict = s.rng_predict;
+        Ok(())
+    }
+
+    /// `config.yaml` for a checkpoint with the complete hyperparameters `cfg`.
+    pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
+        run_yaml(&self.run, self.total_timesteps, cfg)
+    }
+}
+
+/// The flat gradient of `actor loss + critic loss` and what each closure reports besides its
+/// loss. With separate networks the two losses reach disjoint parameters, so their forward
+/// and backward passes run on two cores at once (the gradient of the sum is the sum of the
+/// gradients); a shared trunk takes one backward pass of the sum.
+pub fn actor_critic_grads<A: Send, C: Send>(
+    policy: &ActorCritic,
+    device: &Device,
+    actor: impl FnOnce() -> (Tensor<1>, A) + Send,
+    critic: impl FnOnce() -> (Tensor<1>, C) + Send,
+) -> (Tensor<1>, A, C) {
+    if policy.vf.is_some() {
+        let ((ga, a), (gc, c)) = rayon::join(
+            || {
+                let (l, a) = actor();
+                (l.backward(), a)
+            },
+            || {
+                let (l, c) = critic();
+                (l.backward(), c)
+            },
+        );
+        let g = flat_grads(policy, ga, device) + flat_grads(policy, gc, device);
+        (g, a, c)
+    } else {
+        let (la, a) = actor();
+        let (lc, c) = critic();
+        (flat_grads(policy, (la + lc).backward(), device), a, c)
+    }
+}
+
+/// Checkpoint files besides `config.yaml` and `state.json`, and the learner's entries of
+/// `state.json`.
+pub type LearnerFiles = (Vec<(&'static str, Vec<u8>)>, Map<String, Value>);
+
+/// What an on-policy algorithm adds to the shared agent: its hyperparameters, how it builds
+/// its learner around a fresh policy, and what its learner saves.
+pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
+    /// The hyperparameters (`algo_kwargs`).
+    type Config: AlgoConfig + Serialize + Clone;
+    /// The algorithm's name in configs and checkpoints.
+    const NAME: &'static str;
+
+    /// `(n_steps, gamma, gae_lambda)` of the rollouts.
+    fn rollout_settings(cfg: &Self::Config) -> (usize, f64, f64);
+    /// The policy network's settings.
+    fn policy_kwargs(cfg: &Self::Config) -> &PolicyKwargs;
+    /// A learner for a fresh `policy` on the autodiff `device`.
+    fn build(cfg: Self::Config, policy: ActorCritic, device: Device, run: &RunConfig) -> Self;
+    /// The hyperparameters.
+    fn config(&self) -> &Self::Config;
+    /// The policy network.
+    fn policy(&self) -> &ActorCritic;
+    /// Tells the learner where training stands, for its schedules.
+    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64);
+    /// Its checkpoint files and `state.json` entries.
+    fn save_state(&self) -> LearnerFiles;
+    /// Restores what [`save_state`](Self::save_state) wrote.
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError>;
+}
+
+/// `model.safetensors` and `optimizer.safetensors` (state under `prefix`) for a learner with
+/// one policy and one optimizer; `optimizer_steps` goes to `state.json`.
+pub fn save_policy_and_optimizer(
+    policy: &ActorCritic,
+    opt: &FlatOptimizer,
+    prefix: &str,
+) -> LearnerFiles {
+    let mut map = TensorMap::default();
+    let steps = opt.save(prefix, &mut map);
+    let mut state = Map::new();
+    state.insert("optimizer_steps".into(), steps.into());
+    (
+        vec![
+            (
+                "model.safetensors",
+                rl_core::params::module_tensors(policy).to_bytes(),
+            ),
+            ("optimizer.safetensors", map.to_bytes()),
+        ],
+        state,
+    )
+}
+
+/// Reads what [`save_policy_and_optimizer`] wrote into `policy` and `opt`.
+pub fn load_policy_and_optimizer(
+    ck: &Checkpoint,
+    state: &Map<String, Value>,
+    policy: &mut ActorCritic,
+    opt: &mut FlatOptimizer,
+    prefix: &str,
+    device: &Device,
+) -> Result<(), RlError> {
+    let steps = state
+        .get("optimizer_steps")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            RlError::Config(format!(
+                "{}: optimizer_steps: expected a non-negative integer",
+                ck.path_of("state.json")
+            ))
+        })?;
+    *policy = read_module(ck, "model.safetensors", policy.clone(), device)?;
+    let file = ck.path_of("optimizer.safetensors");
+    let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
+    opt.load(prefix, &mut map, steps, num_params(policy), &file, device)?;
+    Ok(())
+}
+
+/// What `state.json` holds: the shell's [`CoreState`] and the learner's entries, side by side.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedState {
+    #[serde(flatten)]
+    core: CoreState,
+    #[serde(flatten)]
+    learner: Map<String, Value>,
+}
+
+/// An on-policy agent: the shared shell around the learner `L`.
+pub struct OnPolicyAgent<L> {
+    core: OnPolicyCore,
+    learner: L,
+}
+
+impl<L: OnPolicyLearner> OnPolicyAgent<L> {
+    /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters) on `device`
+    /// (gradients are taken on `device.autodiff()`).
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        let device = device.clone().autodiff();
+        let (n_steps, _, _) = L::rollout_settings(&cfg);
+        let core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
+        let policy = ActorCritic::new(
+            &core.obs_space,
+            &core.act_space,
+            L::policy_kwargs(&cfg),
+            &mut Rng::for_stream(run.seed, "init"),
+            &device,
+        )
+        .map_err(RlError::Config)?;
+        Ok(Self {
+            learner: L::build(cfg, policy, device, run),
+            core,
+        })
+    }
+
+    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, L::NAME)?;
+        let mut agent = Self::new(&run, make_env, device)?;
+        let state: SavedState = read_json(&ck, "state.json")?;
+        agent.learner.load_state(&ck, &state.learner)?;
+        agent.core.restore(state.core)?;
+        Ok(agent)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &L::Config {
+        self.learner.config()
+    }
+
+    /// The policy network.
+    pub fn policy(&self) -> &ActorCritic {
+        self.learner.policy()
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &L {
+        &self.learner
+    }
+
+    /// The last collected rollout.
+    pub fn rollout_buffer(&self) -> &RolloutBuffer {
+        &self.core.collector.buffer
+    }
+
+    /// The run configuration.
+    pub fn run_config(&self) -> &RunConfig {
+        &self.core.run
+    }
+}
+
+impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
+    rl_core::core_accessors!(L::NAME);
+
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let (_, gamma, lambda) = L::rollout_settings(self.learner.config());
+        let r = self.core.collect(self.learner.policy(), gamma, lambda)?;
+        self.learner
+            .set_progress(self.core.num_timesteps, self.core.total_timesteps);
+        let mut m = self.learner.update(&mut self.core.collector.buffer)?;
+        self.core.finish(&mut m, &r, t0)?;
+        Ok(m)
+    }
+
+    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+        self.core.predict(self.learner.policy(), obs, deterministic)
+    }
+
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let (mut files, learner) = self.learner.save_state();
+        let state = SavedState {
+            core: self.core.state()?,
+            learner,
+        };
+        files.insert(
+            0,
+            ("config.yaml", self.core.run_to_save(self.learner.config())?),
+        );
+        files.push((
+            "state.json",
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        write_checkpoint(dir, L::NAME, &files)?;
+        Ok(())
+    }
+}
+
+#[doc(hidden)]
+pub use rl_core as __rl_core;
+
+/// The [`OnPolicyLearner`] accessors for a learner with fields `cfg` (whose config has
+/// `n_steps`, `gamma`, `gae_lambda` and `policy_kwargs`), `policy`, `num_timesteps` and
+/// `total_timesteps`.
+#[macro_export]
+macro_rules! learner_accessors {
+    ($cfg:ty) => {
+        fn rollout_settings(cfg: &$cfg) -> (usize, f64, f64) {
+            (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
+        }
+        fn policy_kwargs(cfg: &$cfg) -> &$crate::PolicyKwargs {
+            &cfg.policy_kwargs
+        }
+        fn config(&self) -> &$cfg {
+            &self.cfg
+        }
+        fn policy(&self) -> &$crate::ActorCritic {
+            &self.policy
+        }
+        fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
+            self.num_timesteps = num_timesteps;
+            self.total_timesteps = total_timesteps;
+        }
+    };
+}
+
+/// [`Learner::weights`] and [`Learner::set_weights`] for a learner whose parameters are its
+/// `policy` (on `device`).
+#[macro_export]
+macro_rules! policy_weights {
+    () => {
+        fn weights(&self) -> $crate::agent::__rl_core::params::TensorMap {
+            $crate::agent::__rl_core::params::module_tensors(&self.policy)
+        }
+
+        fn set_weights(
+            &mut self,
+            weights: &$crate::agent::__rl_core::params::TensorMap,
+        ) -> Result<(), $crate::agent::__rl_core::RlError> {
+            self.policy = $crate::agent::__rl_core::params::load_module_tensors(
+                self.policy.clone(),
+                weights,
+                "weights",
+                &self.device,
+            )?;
+            Ok(())
+        }
+    };
+}
