@@ -13,6 +13,7 @@ pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppo as ppo;
 pub use rl_sac as sac;
+pub use rl_trpo as trpo;
 
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
@@ -22,7 +23,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "dqn", "sac", "awr"];
+pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "trpo", "dqn", "sac", "awr"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -46,6 +47,11 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
         "a2c" => Ok(Box::new(rl_a2c::A2c::new(run, &make_training_env, device)?)),
+        "trpo" => Ok(Box::new(rl_trpo::Trpo::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
@@ -66,6 +72,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "a2c" => Ok(Box::new(rl_a2c::A2c::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "trpo" => Ok(Box::new(rl_trpo::Trpo::load(
             dir,
             &make_training_env,
             device,

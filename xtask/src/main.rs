@@ -105,6 +105,13 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "a2c_cartpole",
             overrides: &["total_timesteps=100000"],
         },
+        Case {
+            name: "TRPO CartPole-v1 100k (zoo)",
+            config: "examples/configs/trpo_cartpole.yaml",
+            seeds: vec![0],
+            sb3: "trpo_cartpole",
+            overrides: &[],
+        },
     ]
 }
 
@@ -133,6 +140,12 @@ elif case == "a2c_cartpole":
     env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
     model = A2C("MlpPolicy", env, ent_coef=0.0, seed=seed, device="cpu")
     steps = 100_000
+elif case == "trpo_cartpole":
+    from sb3_contrib import TRPO
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=seed)
+    model = TRPO("MlpPolicy", env, n_steps=512, batch_size=512, cg_damping=1e-3, gae_lambda=0.98, gamma=0.99,
+                 learning_rate=1e-3, n_critic_updates=20, cg_max_steps=10, seed=seed, device="cpu")
+    steps = 100_000
 elif case == "sac_pendulum":
     torch.set_num_threads(2)  # SB3's faster setting for SAC here
     env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed)
@@ -158,6 +171,14 @@ fn sb3_python() -> Result<PathBuf, String> {
         sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
         // Installs from the default package index only (pip's CPU wheels of torch).
         sh(Command::new(venv.join("bin/pip")).args(["install", "-q", "stable-baselines3==2.9.2"]))?;
+    }
+    // sb3-contrib (TRPO, RecurrentPPO) joined later: add it to an existing venv too.
+    if !Command::new(&py)
+        .args(["-c", "import sb3_contrib"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        sh(Command::new(venv.join("bin/pip")).args(["install", "-q", "sb3-contrib==2.9.0"]))?;
     }
     Ok(py)
 }

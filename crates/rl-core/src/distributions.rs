@@ -222,6 +222,112 @@ impl DistKind {
         })
     }
 
+    /// KL(p ‖ q) `[B]` between the distributions with parameters `p` and `q` (`[B,
+    /// param_dim]`, Gaussians with their `log_std`, `[B, dim]` or `[1, dim]`),
+    /// differentiable in both (torch's `kl_divergence`, summed over independent dimensions).
+    /// The squashed Gaussian's KL is its Gaussian's (tanh is a bijection).
+    pub fn kl(
+        &self,
+        p: Tensor<2>,
+        p_log_std: Option<Tensor<2>>,
+        q: Tensor<2>,
+        q_log_std: Option<Tensor<2>>,
+    ) -> Tensor<1> {
+        let categorical = |p: Tensor<2>, q: Tensor<2>| {
+            let lp = activation::log_softmax(p, 1);
+            let lq = activation::log_softmax(q, 1);
+            (lp.clone().exp() * (lp - lq))
+                .sum_dim(1)
+                .squeeze_dim::<1>(1)
+        };
+        match self {
+            DistKind::Categorical { .. } => categorical(p, q),
+            DistKind::MultiCategorical { nvec } => {
+                let mut o = 0;
+                let mut total: Option<Tensor<1>> = None;
+                for &n in nvec {
+                    let k = categorical(p.clone().narrow(1, o, n), q.clone().narrow(1, o, n));
+                    total = Some(match total {
+                        Some(t) => t + k,
+                        None => k,
+                    });
+                    o += n;
+                }
+                total.expect("at least one component")
+            }
+            DistKind::Bernoulli { .. } => {
+                let (lp1, lp0) = (
+                    activation::log_sigmoid(p.clone()),
+                    activation::log_sigmoid(p.neg()),
+                );
+                let (lq1, lq0) = (
+                    activation::log_sigmoid(q.clone()),
+                    activation::log_sigmoid(q.neg()),
+                );
+                (lp1.clone().exp() * (lp1 - lq1) + lp0.clone().exp() * (lp0 - lq0))
+                    .sum_dim(1)
+                    .squeeze_dim::<1>(1)
+            }
+            DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. } => {
+                let dims = p.dims();
+                let lsp = p_log_std.expect("Gaussian needs log_std").expand(dims);
+                let lsq = q_log_std.expect("Gaussian needs log_std").expand(dims);
+                // log σq − log σp + (σp² + (μp − μq)²) / (2 σq²) − ½
+                let var_p = lsp.clone().mul_scalar(2.0).exp();
+                let var_q = lsq.clone().mul_scalar(2.0).exp();
+                let num = var_p + (p - q).square();
+                (lsq - lsp + num / var_q.mul_scalar(2.0))
+                    .sub_scalar(0.5)
+                    .sum_dim(1)
+                    .squeeze_dim::<1>(1)
+            }
+        }
+    }
+
+    /// `M·u` row by row, with `M` the Fisher information of the distribution in its network
+    /// outputs `params` (`[B × param_dim]`, host; Gaussians: the means, with `log_std` `[dim]`),
+    /// i.e. the Hessian of `KL(p_θ ‖ p_θ')` at `θ' = θ`. The Gaussian's Fisher in `log_std` is
+    /// 2 per dimension, independent of the parameters.
+    pub fn fisher_apply(&self, params: &[f32], log_std: &[f32], u: &[f32]) -> Vec<f32> {
+        let pd = self.param_dim().max(1);
+        let mut out = vec![0.0f32; u.len()];
+        // Categorical with p = softmax(logits): M = diag(p) − p pᵀ.
+        let categorical = |logits: &[f32], u: &[f32], o: &mut [f32]| {
+            let m = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let e: Vec<f32> = logits.iter().map(|&l| (l - m).exp()).collect();
+            let z: f32 = e.iter().sum();
+            let pu: f32 = e.iter().zip(u).map(|(&ei, &ui)| ei / z * ui).sum();
+            for ((oi, &ei), &ui) in o.iter_mut().zip(&e).zip(u) {
+                let p = ei / z;
+                *oi = p * ui - p * pu;
+            }
+        };
+        for ((row, ur), or) in params.chunks(pd).zip(u.chunks(pd)).zip(out.chunks_mut(pd)) {
+            match self {
+                DistKind::Categorical { .. } => categorical(row, ur, or),
+                DistKind::MultiCategorical { nvec } => {
+                    let mut o = 0;
+                    for &n in nvec {
+                        categorical(&row[o..o + n], &ur[o..o + n], &mut or[o..o + n]);
+                        o += n;
+                    }
+                }
+                DistKind::Bernoulli { .. } => {
+                    for ((oi, &l), &ui) in or.iter_mut().zip(row).zip(ur) {
+                        let p = 1.0 / (1.0 + (-l).exp());
+                        *oi = p * (1.0 - p) * ui;
+                    }
+                }
+                DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. } => {
+                    for ((oi, &ui), &ls) in or.iter_mut().zip(ur).zip(log_std) {
+                        *oi = ui * (-2.0 * ls).exp();
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Samples (or takes the mode, when `deterministic`) one action for each row of `params`
     /// (`[B × param_dim]`, host memory), appending raw actions to `actions` and returning the
     /// log-probabilities (f32 arithmetic, as the tensor path).

@@ -45,6 +45,24 @@ impl Activation {
             Activation::Elu => activation::elu(x, 1.0),
         }
     }
+    /// Forward-mode derivative: the tangent of the output for the tangent `dpre` of the input
+    /// `pre` (`out` = the activation of `pre`, reused where the derivative needs it).
+    pub fn jvp<const D: usize>(self, pre: Tensor<D>, out: Tensor<D>, dpre: Tensor<D>) -> Tensor<D> {
+        match self {
+            Activation::Tanh => dpre * (out.clone() * out).neg().add_scalar(1.0),
+            Activation::Relu => dpre * pre.greater_elem(0.0).float(),
+            Activation::Silu => {
+                // σ(x) (1 + x (1 − σ(x)))
+                let s = activation::sigmoid(pre.clone());
+                dpre * (s.clone() * (pre * s.neg().add_scalar(1.0)).add_scalar(1.0))
+            }
+            Activation::Elu => {
+                // 1 for x > 0, else elu(x) + 1
+                let pos = pre.greater_elem(0.0).float();
+                dpre * (pos.clone() + pos.neg().add_scalar(1.0) * out.add_scalar(1.0))
+            }
+        }
+    }
     /// The orthogonal-init gain SB3 uses for hidden layers (`sqrt(2)`).
     pub fn hidden_gain(self) -> f64 {
         std::f64::consts::SQRT_2

@@ -237,3 +237,37 @@ pub fn assert_resumes_bit_identically<A: Algorithm>(
     let _ = std::fs::remove_dir_all(&dir);
     steps
 }
+
+/// The action-space tests every on-policy algorithm runs: it must learn the [`Match`] bandit
+/// with MultiDiscrete, MultiBinary and Box actions (first iteration near chance, deterministic
+/// return above 0.9 / 0.9 / 0.95 after the budget in `$yaml`). `$build` makes the agent from the
+/// run and the env maker.
+#[macro_export]
+macro_rules! action_space_tests {
+    ($yaml:expr, $build:expr) => {
+        fn learn(space: rl_core::Space) -> (f64, f64) {
+            $crate::testing::bandit_returns($yaml, space, $build)
+        }
+
+        #[test]
+        fn multidiscrete_learns() {
+            let (first, det) = learn(rl_core::Space::MultiDiscrete { nvec: vec![3, 4] });
+            println!("MultiDiscrete: first iteration {first:.3}, final deterministic {det:.3}");
+            assert!(first < 0.5 && det > 0.9, "{first} -> {det}");
+        }
+
+        #[test]
+        fn multibinary_learns() {
+            let (first, det) = learn(rl_core::Space::MultiBinary { n: 4 });
+            println!("MultiBinary: first iteration {first:.3}, final deterministic {det:.3}");
+            assert!(first < 0.65 && det > 0.9, "{first} -> {det}");
+        }
+
+        #[test]
+        fn box_learns() {
+            let (first, det) = learn(rl_core::Space::boxed(vec![-1.0, -1.0], vec![1.0, 1.0]));
+            println!("Box: first iteration {first:.3}, final deterministic {det:.3}");
+            assert!(first < 0.5 && det > 0.95, "{first} -> {det}");
+        }
+    };
+}

@@ -128,7 +128,6 @@ impl Learner for A2cLearner {
 pub type A2c = OnPolicyAgent<A2cLearner>;
 
 impl OnPolicyLearner for A2cLearner {
-    type Config = A2cConfig;
     rl_on_policy::learner_accessors!(A2cConfig);
 
     const NAME: &'static str = "a2c";

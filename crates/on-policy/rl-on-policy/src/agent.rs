@@ -295,6 +295,52 @@ pub fn load_policy_and_optimizer(
     Ok(())
 }
 
+/// [`save_policy_and_optimizer`] plus the minibatch generator (`rng_batch` in `state.json`).
+pub fn save_with_minibatch_rng(
+    policy: &ActorCritic,
+    opt: &FlatOptimizer,
+    prefix: &str,
+    rng_batch: &Rng,
+) -> LearnerFiles {
+    let (files, mut state) = save_policy_and_optimizer(policy, opt, prefix);
+    state.insert(
+        "rng_batch".into(),
+        serde_json::to_value(rng_batch).expect("serializable"),
+    );
+    (files, state)
+}
+
+/// Reads what [`save_with_minibatch_rng`] wrote; returns the minibatch generator.
+pub fn load_with_minibatch_rng(
+    ck: &Checkpoint,
+    state: &Map<String, Value>,
+    policy: &mut ActorCritic,
+    opt: &mut FlatOptimizer,
+    prefix: &str,
+    device: &Device,
+) -> Result<Rng, RlError> {
+    load_policy_and_optimizer(ck, state, policy, opt, prefix, device)?;
+    rng_from_state(ck, state, "rng_batch")
+}
+
+/// The generator saved under `key` in the learner's `state.json` entries.
+pub fn rng_from_state(
+    ck: &Checkpoint,
+    state: &Map<String, Value>,
+    key: &str,
+) -> Result<Rng, RlError> {
+    state
+        .get(key)
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .ok_or_else(|| {
+            RlError::Config(format!(
+                "{}: {key}: missing or not a generator state",
+                ck.path_of("state.json")
+            ))
+        })
+}
+
 /// What `state.json` holds: the shell's [`CoreState`] and the learner's entries, side by side.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SavedState {
@@ -408,12 +454,14 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
 #[doc(hidden)]
 pub use rl_core as __rl_core;
 
-/// The [`OnPolicyLearner`] accessors for a learner with fields `cfg` (whose config has
+/// The [`OnPolicyLearner`] config type and accessors for a learner with fields `cfg` (whose config has
 /// `n_steps`, `gamma`, `gae_lambda` and `policy_kwargs`), `policy`, `num_timesteps` and
 /// `total_timesteps`.
 #[macro_export]
 macro_rules! learner_accessors {
     ($cfg:ty) => {
+        type Config = $cfg;
+
         fn rollout_settings(cfg: &$cfg) -> (usize, f64, f64) {
             (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
         }

@@ -176,6 +176,36 @@ impl ActorCritic {
         actions
     }
 
+    /// The action-distribution outputs `[B, param_dim]` (logits or means) and their
+    /// forward-mode derivative `J·v` for the parameter tangent held in `tangent` (a module of
+    /// the same shape whose parameters are the tangent's entries, e.g. from
+    /// [`set_flat`](rl_core::params::set_flat)). Natural-gradient methods build Fisher-vector
+    /// products from it, since burn differentiates only once. The state-independent
+    /// `log_std`'s tangent is `tangent.log_std` itself.
+    pub fn actor_jvp(&self, tangent: &ActorCritic, obs: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let linear = |l: &Linear, t: &Linear, x: Tensor<2>, dx: Option<Tensor<2>>| {
+            let y = l.forward(x.clone());
+            // d(xW + b) = dx·W + x·dW + db
+            let mut dy = x.matmul(t.weight.val());
+            if let Some(dx) = dx {
+                dy = dy + dx.matmul(l.weight.val());
+            }
+            if let Some(db) = &t.bias {
+                dy = dy + db.val().unsqueeze_dim(0);
+            }
+            (y, dy)
+        };
+        let act = self.pi.activation;
+        let (mut h, mut dh) = (obs, None);
+        for (l, t) in self.pi.layers.iter().zip(&tangent.pi.layers) {
+            let (pre, dpre) = linear(l, t, h, dh);
+            let out = act.forward(pre.clone());
+            dh = Some(act.jvp(pre, out.clone(), dpre));
+            h = out;
+        }
+        linear(&self.action_net, &tangent.action_net, h, dh)
+    }
+
     /// Values `[B]` only.
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
         let latent = match &self.vf {

@@ -19,10 +19,7 @@ use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::rollout::{host, tensor2};
-use rl_on_policy::{
-    ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner, actor_critic_grads,
-    load_policy_and_optimizer, save_policy_and_optimizer,
-};
+use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner, actor_critic_grads};
 use serde_json::{Map, Value};
 
 /// The optimization half of PPO: the policy, its optimizer and the minibatch generator. It
@@ -202,7 +199,6 @@ impl Learner for PpoLearner {
 pub type Ppo = OnPolicyAgent<PpoLearner>;
 
 impl OnPolicyLearner for PpoLearner {
-    type Config = PpoConfig;
     rl_on_policy::learner_accessors!(PpoConfig);
 
     const NAME: &'static str = "ppo";
@@ -212,15 +208,15 @@ impl OnPolicyLearner for PpoLearner {
         Self::new(cfg, policy, device, rng, run.total_timesteps)
     }
     fn save_state(&self) -> LearnerFiles {
-        let (files, mut state) = save_policy_and_optimizer(&self.policy, &self.opt, "adam");
-        state.insert(
-            "rng_batch".into(),
-            serde_json::to_value(&self.rng_batch).expect("serializable"),
-        );
-        (files, state)
+        rl_on_policy::agent::save_with_minibatch_rng(
+            &self.policy,
+            &self.opt,
+            "adam",
+            &self.rng_batch,
+        )
     }
     fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        load_policy_and_optimizer(
+        self.rng_batch = rl_on_policy::agent::load_with_minibatch_rng(
             ck,
             state,
             &mut self.policy,
@@ -228,16 +224,6 @@ impl OnPolicyLearner for PpoLearner {
             "adam",
             &self.device,
         )?;
-        self.rng_batch = state
-            .get("rng_batch")
-            .cloned()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .ok_or_else(|| {
-                RlError::Config(format!(
-                    "{}: rng_batch: missing or not a generator state",
-                    ck.path_of("state.json")
-                ))
-            })?;
         Ok(())
     }
 }
