@@ -11,6 +11,7 @@ pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
+pub use rl_ppg as ppg;
 pub use rl_ppo as ppo;
 pub use rl_sac as sac;
 pub use rl_trpo as trpo;
@@ -23,7 +24,7 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "trpo", "dqn", "sac", "awr"];
+pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "trpo", "ppg", "dqn", "sac", "awr"];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -52,6 +53,7 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             &make_training_env,
             device,
         )?)),
+        "ppg" => Ok(Box::new(rl_ppg::Ppg::new(run, &make_training_env, device)?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
@@ -77,6 +79,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "trpo" => Ok(Box::new(rl_trpo::Trpo::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "ppg" => Ok(Box::new(rl_ppg::Ppg::load(
             dir,
             &make_training_env,
             device,

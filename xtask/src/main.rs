@@ -66,6 +66,8 @@ struct Case {
     sb3: &'static str,
     /// `--set` overrides of the config.
     overrides: &'static [&'static str],
+    /// Whether `sb3` names a case of the peer script.
+    peer: bool,
 }
 
 fn cases(quick: bool) -> Vec<Case> {
@@ -76,6 +78,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1, 2] },
             sb3: "cartpole",
             overrides: &[],
+            peer: true,
         },
         Case {
             name: "PPO Pendulum-v1 200k",
@@ -83,6 +86,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "pendulum",
             overrides: &[],
+            peer: true,
         },
         Case {
             name: "DQN CartPole-v1 50k (zoo)",
@@ -90,6 +94,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "dqn_cartpole",
             overrides: &[],
+            peer: true,
         },
         Case {
             name: "SAC Pendulum-v1 20k",
@@ -97,6 +102,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "sac_pendulum",
             overrides: &[],
+            peer: true,
         },
         Case {
             name: "A2C CartPole-v1 100k (zoo)",
@@ -104,6 +110,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "a2c_cartpole",
             overrides: &["total_timesteps=100000"],
+            peer: true,
         },
         Case {
             name: "TRPO CartPole-v1 100k (zoo)",
@@ -111,6 +118,15 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "trpo_cartpole",
             overrides: &[],
+            peer: true,
+        },
+        Case {
+            name: "PPG CartPole-v1 200k (seed table)",
+            config: "examples/configs/ppg_cartpole.yaml",
+            seeds: vec![0],
+            sb3: "ppg_cartpole",
+            overrides: &[],
+            peer: false,
         },
     ]
 }
@@ -251,7 +267,8 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
                 c.name,
                 steps / wall
             );
-            if let Some(py) = &py {
+            // Cases whose algorithm has no stable-baselines3 counterpart (PPG) name no peer.
+            if let (Some(py), true) = (&py, c.peer) {
                 let o = sh(Command::new(py)
                     .arg("-c")
                     .arg(SB3_SCRIPT)
@@ -272,6 +289,8 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
                 md += &format!(" {ps:.2} | {pr:.1} | {:.2}× |", ps / wall);
                 row["sb3_seconds"] = json!(ps);
                 row["sb3_final_eval_return"] = json!(pr);
+            } else if py.is_some() {
+                md += " – | – | – |";
             }
             md += "\n";
             println!("{}", row);

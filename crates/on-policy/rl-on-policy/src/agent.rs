@@ -233,6 +233,10 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     fn rollout_settings(cfg: &Self::Config) -> (usize, f64, f64);
     /// The policy network's settings.
     fn policy_kwargs(cfg: &Self::Config) -> &PolicyKwargs;
+    /// Rejects action spaces the algorithm does not handle (all by default).
+    fn check_action_space(_space: &Space) -> Result<(), String> {
+        Ok(())
+    }
     /// A learner for a fresh `policy` on the autodiff `device`.
     fn build(cfg: Self::Config, policy: ActorCritic, device: Device, run: &RunConfig) -> Self;
     /// The hyperparameters.
@@ -364,6 +368,8 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let device = device.clone().autodiff();
         let (n_steps, _, _) = L::rollout_settings(&cfg);
         let core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
+        L::check_action_space(&core.act_space)
+            .map_err(|e| RlError::Config(format!("{}: {e}", run.env_id)))?;
         let policy = ActorCritic::new(
             &core.obs_space,
             &core.act_space,

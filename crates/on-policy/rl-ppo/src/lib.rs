@@ -61,6 +61,11 @@ impl PpoLearner {
     pub fn policy(&self) -> &ActorCritic {
         &self.policy
     }
+
+    /// The policy network, to change (PPG's auxiliary phase trains it too).
+    pub fn policy_mut(&mut self) -> &mut ActorCritic {
+        &mut self.policy
+    }
 }
 
 impl Learner for PpoLearner {

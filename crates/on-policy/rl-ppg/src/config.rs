@@ -1,0 +1,132 @@
+//! PPG hyperparameters: the seed table, CleanRL's `ppg_procgen.py` defaults otherwise.
+
+use rl_core::config::AlgoConfig;
+use rl_core::schedule::Schedule;
+use rl_on_policy::PolicyKwargs;
+use rl_ppo::PpoConfig;
+use serde::{Deserialize, Serialize};
+
+/// PPG hyperparameters (`algo_kwargs` of a run config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PpgConfig {
+    /// Adam step size of both phases: a number, `lin_<v>` or `[[t, v], …]`.
+    #[serde(alias = "lr", alias = "lr_schedule")]
+    pub learning_rate: Schedule,
+    /// Steps per env per rollout.
+    #[serde(alias = "rollout_fragment_length")]
+    pub n_steps: usize,
+    /// Minibatch size of the policy phase.
+    #[serde(alias = "minibatch_size")]
+    pub batch_size: usize,
+    /// Passes over each rollout in the policy phase (E_π).
+    pub n_policy_epochs: usize,
+    /// Passes over the auxiliary buffer in the auxiliary phase (E_aux).
+    pub n_aux_epochs: usize,
+    /// Policy-phase iterations (rollouts) between auxiliary phases (N_π).
+    pub n_policy_iters: usize,
+    /// Minibatch size of the auxiliary phase.
+    pub aux_batch_size: usize,
+    /// Weight of the behaviour-cloning KL in the auxiliary phase (β_clone).
+    pub beta_clone: f64,
+    /// Surrogate clipping ε.
+    #[serde(alias = "clip_param")]
+    pub clip_range: Schedule,
+    /// Discount.
+    pub gamma: f64,
+    /// GAE λ.
+    #[serde(alias = "lambda_", alias = "lambda")]
+    pub gae_lambda: f64,
+    /// Entropy bonus coefficient (policy phase).
+    #[serde(alias = "entropy_coeff")]
+    pub ent_coef: f64,
+    /// Value loss coefficient (policy phase).
+    #[serde(alias = "vf_loss_coeff")]
+    pub vf_coef: f64,
+    /// Clip gradients by their global norm (both phases; none when null).
+    #[serde(alias = "grad_clip")]
+    pub max_grad_norm: Option<f64>,
+    /// Normalize advantages per minibatch.
+    pub normalize_advantage: bool,
+    /// Adam epsilon.
+    #[serde(alias = "adam_epsilon")]
+    pub adam_eps: f64,
+    /// Policy and value networks (separate: PPG's point is to keep them apart).
+    pub policy_kwargs: PolicyKwargs,
+}
+
+impl Default for PpgConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: Schedule::Constant(5e-4),
+            n_steps: 256,
+            batch_size: 64,
+            n_policy_epochs: 1,
+            n_aux_epochs: 6,
+            n_policy_iters: 32,
+            aux_batch_size: 256,
+            beta_clone: 1.0,
+            clip_range: Schedule::Constant(0.2),
+            gamma: 0.99,
+            gae_lambda: 0.95,
+            ent_coef: 0.01,
+            vf_coef: 0.5,
+            max_grad_norm: Some(0.5),
+            normalize_advantage: true,
+            adam_eps: 1e-5,
+            policy_kwargs: PolicyKwargs::default(),
+        }
+    }
+}
+
+impl PpgConfig {
+    /// The policy phase as PPO hyperparameters.
+    pub fn policy_phase(&self) -> PpoConfig {
+        PpoConfig {
+            learning_rate: self.learning_rate.clone(),
+            n_steps: self.n_steps,
+            batch_size: self.batch_size,
+            n_epochs: self.n_policy_epochs,
+            gamma: self.gamma,
+            gae_lambda: self.gae_lambda,
+            clip_range: self.clip_range.clone(),
+            clip_range_vf: None,
+            normalize_advantage: self.normalize_advantage,
+            ent_coef: self.ent_coef,
+            vf_coef: self.vf_coef,
+            max_grad_norm: self.max_grad_norm,
+            target_kl: None,
+            adam_eps: self.adam_eps,
+            use_sde: false,
+            policy_kwargs: self.policy_kwargs.clone(),
+        }
+    }
+}
+
+impl AlgoConfig for PpgConfig {
+    /// Range checks with messages naming the field (the policy phase's through PPO's).
+    fn validate(&self) -> Result<(), String> {
+        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        for (f, v) in [
+            ("n_policy_epochs", self.n_policy_epochs),
+            ("n_policy_iters", self.n_policy_iters),
+            ("aux_batch_size", self.aux_batch_size),
+        ] {
+            if v == 0 {
+                return err(f, "must be at least 1");
+            }
+        }
+        if !(self.beta_clone >= 0.0) {
+            return err("beta_clone", "must be non-negative");
+        }
+        if self.policy_kwargs.shared {
+            return err(
+                "policy_kwargs.shared",
+                "PPG keeps separate policy and value networks",
+            );
+        }
+        self.policy_phase()
+            .validate()
+            .map_err(|e| e.replace("algo_kwargs.n_epochs", "algo_kwargs.n_policy_epochs"))
+    }
+}

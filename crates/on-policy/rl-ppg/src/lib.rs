@@ -1,0 +1,368 @@
+//! rl-ppg: Phasic Policy Gradient (Cobbe et al. 2021) for discrete actions. Policy phase:
+//! PPO (`rl-ppo`'s learner) with separate policy and value networks for `n_policy_iters`
+//! rollouts, each kept in the auxiliary buffer. Auxiliary phase: `n_aux_epochs` passes over
+//! the buffer fitting an auxiliary value head on the policy network and the value network to
+//! the rollouts' returns, while a KL term clones the pre-phase policy.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod loss;
+
+pub use config::PpgConfig;
+
+use rl_core::algorithm::{Learner, RlError};
+use rl_core::batch::{host, tensor1, tensor2};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn;
+use rl_core::burn::module::Module;
+use rl_core::burn::nn::Linear;
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
+use rl_core::logger::Metrics;
+use rl_core::nn::linear_orthogonal;
+use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
+use rl_core::{Rng, Space};
+pub use rl_on_policy::EnvMaker;
+use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
+use rl_ppo::PpoLearner;
+use serde_json::{Map, Value};
+
+/// The policy network with PPG's auxiliary value head on its latent features, and the value
+/// network (all inside `ac`): what the auxiliary phase trains.
+#[derive(Module, Debug)]
+pub struct PpgModel {
+    /// Policy and value networks.
+    pub ac: ActorCritic,
+    /// Auxiliary value head on the policy trunk's output.
+    pub aux: Linear,
+}
+
+/// The rollouts of the current policy phase: observations and the value targets (GAE
+/// returns at collection time).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuxBuffer {
+    /// `[n × obs_dim]`.
+    pub obs: Vec<f32>,
+    /// `[n]`.
+    pub returns: Vec<f32>,
+}
+
+impl AuxBuffer {
+    /// Number of stored states.
+    pub fn len(&self) -> usize {
+        self.returns.len()
+    }
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.returns.is_empty()
+    }
+}
+
+/// The optimization half of PPG.
+pub struct PpgLearner {
+    cfg: PpgConfig,
+    device: Device,
+    ppo: PpoLearner,
+    aux_head: Linear,
+    aux_opt: FlatOptimizer,
+    buffer: AuxBuffer,
+    policy_iters: usize,
+    rng_aux: Rng,
+    /// Env steps so far, for the schedules.
+    pub num_timesteps: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
+}
+
+impl PpgLearner {
+    /// A learner for `policy` (separate networks, on the autodiff `device`).
+    pub fn new(cfg: PpgConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
+        let latent = match &cfg.policy_kwargs.net_arch {
+            rl_on_policy::NetArch::Same(h) => h.last().copied(),
+            rl_on_policy::NetArch::Split { pi, .. } => pi.last().copied(),
+        }
+        .unwrap_or(policy.action_net.weight.dims()[0]);
+        let mut rng_init = Rng::for_stream(run.seed, "aux_head");
+        let aux_head = linear_orthogonal(latent, 1, 1.0, &mut rng_init, &device);
+        let ppo = PpoLearner::new(
+            cfg.policy_phase(),
+            policy,
+            device.clone(),
+            Rng::for_stream(run.seed, "minibatch"),
+            run.total_timesteps,
+        );
+        Self {
+            aux_opt: FlatOptimizer::new(OptimizerKind::adam(cfg.adam_eps), cfg.max_grad_norm),
+            cfg,
+            device,
+            ppo,
+            aux_head,
+            buffer: AuxBuffer::default(),
+            policy_iters: 0,
+            rng_aux: Rng::for_stream(run.seed, "aux"),
+            num_timesteps: 0,
+            total_timesteps: run.total_timesteps,
+        }
+    }
+
+    /// The auxiliary buffer.
+    pub fn aux_buffer(&self) -> &AuxBuffer {
+        &self.buffer
+    }
+
+    /// The auxiliary phase over the buffer (then emptied).
+    fn aux_phase(&mut self, lr: f64, m: &mut Metrics) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        let inner = dev.clone().inner();
+        let od = self.buffer.obs.len() / self.buffer.len().max(1);
+        let n = self.buffer.len();
+        let mut model = PpgModel {
+            ac: self.ppo.policy().clone(),
+            aux: self.aux_head.clone(),
+        };
+        // The policy before the phase, the behaviour-cloning target.
+        let valid = model.ac.valid();
+        let old = host(
+            valid.action_net.forward(valid.pi.forward(tensor2(
+                self.buffer.obs.clone(),
+                n,
+                od,
+                &inner,
+            ))),
+        );
+        let pd = old.len() / n.max(1);
+        let dist = model.ac.dist.clone();
+        let (mut joint, mut kls, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..self.cfg.n_aux_epochs {
+            let mut order: Vec<usize> = (0..n).collect();
+            self.rng_aux.shuffle(&mut order);
+            for idx in order.chunks(self.cfg.aux_batch_size) {
+                let b = idx.len();
+                let obs = tensor2(
+                    RolloutBuffer::gather(&self.buffer.obs, od, idx),
+                    b,
+                    od,
+                    &dev,
+                );
+                let targets: Vec<f32> = idx.iter().map(|&i| self.buffer.returns[i]).collect();
+                let latent = model.ac.pi.forward(obs.clone());
+                let logits = model.ac.action_net.forward(latent.clone());
+                let aux_values = model.aux.forward(latent).squeeze_dim::<1>(1);
+                let l = loss::aux_loss(
+                    &dist,
+                    aux_values,
+                    model.ac.values(obs),
+                    tensor1(targets, &dev),
+                    tensor2(RolloutBuffer::gather(&old, pd, idx), b, pd, &dev),
+                    logits,
+                    self.cfg.beta_clone,
+                );
+                let s = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
+                let (tl, al, kl, vl) = (s(&l.total), s(&l.aux_value), s(&l.kl), s(&l.value));
+                if !tl.is_finite() {
+                    return Err(RlError::NonFinite {
+                        step: self.num_timesteps,
+                        metric: "losses/aux_total_loss".into(),
+                        value: tl,
+                    });
+                }
+                joint.push(al);
+                kls.push(kl);
+                values.push(vl);
+                let g = flat_grads(&model, l.total.backward(), &dev);
+                model = self.aux_opt.step_flat(lr, model, g).0;
+            }
+        }
+        *self.ppo.policy_mut() = model.ac;
+        self.aux_head = model.aux;
+        self.buffer = AuxBuffer::default();
+        let mean = rl_on_policy::loss::mean;
+        m.insert("losses/aux_value_loss".into(), mean(&joint));
+        m.insert("losses/aux_kl".into(), mean(&kls));
+        m.insert("losses/aux_distill_value_loss".into(), mean(&values));
+        m.insert("charts/aux_phase".into(), 1.0);
+        Ok(())
+    }
+}
+
+impl Learner for PpgLearner {
+    type Batch = RolloutBuffer;
+
+    /// One policy-phase update (PPO) on the rollout, kept for the auxiliary phase, which runs
+    /// after every `n_policy_iters` of them.
+    fn update(&mut self, buf: &mut RolloutBuffer) -> Result<Metrics, RlError> {
+        self.ppo.num_timesteps = self.num_timesteps;
+        self.ppo.total_timesteps = self.total_timesteps;
+        let mut m = self.ppo.update(buf)?;
+        let n = buf.len();
+        self.buffer
+            .obs
+            .extend_from_slice(&buf.obs[..n * buf.obs_dim]);
+        self.buffer.returns.extend_from_slice(&buf.returns[..n]);
+        self.policy_iters += 1;
+        if self.policy_iters >= self.cfg.n_policy_iters {
+            self.policy_iters = 0;
+            let lr = m["charts/learning_rate"];
+            self.aux_phase(lr, &mut m)?;
+        }
+        Ok(m)
+    }
+
+    fn weights(&self) -> TensorMap {
+        let mut w = self.ppo.weights();
+        for (k, v) in module_tensors(&self.aux_head).0 {
+            w.0.insert(format!("aux_head.{k}"), v);
+        }
+        w
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        let (mut head, mut rest) = (TensorMap::default(), TensorMap::default());
+        for (k, v) in &weights.0 {
+            match k.strip_prefix("aux_head.") {
+                Some(h) => head.0.insert(h.to_string(), v.clone()),
+                None => rest.0.insert(k.clone(), v.clone()),
+            };
+        }
+        self.ppo.set_weights(&rest)?;
+        self.aux_head = rl_core::params::load_module_tensors(
+            self.aux_head.clone(),
+            &head,
+            "weights (aux_head.*)",
+            &self.device,
+        )?;
+        Ok(())
+    }
+}
+
+/// A PPG agent with its envs, ready to train.
+pub type Ppg = OnPolicyAgent<PpgLearner>;
+
+const AUX_FILE: &str = "aux.safetensors";
+
+impl OnPolicyLearner for PpgLearner {
+    type Config = PpgConfig;
+    const NAME: &'static str = "ppg";
+
+    fn rollout_settings(cfg: &PpgConfig) -> (usize, f64, f64) {
+        (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
+    }
+    fn policy_kwargs(cfg: &PpgConfig) -> &rl_on_policy::PolicyKwargs {
+        &cfg.policy_kwargs
+    }
+    fn check_action_space(space: &Space) -> Result<(), String> {
+        match space {
+            Space::Discrete { .. } => Ok(()),
+            other => Err(format!(
+                "ppg takes a Discrete action space (the paper's setting), not {}",
+                other.describe()
+            )),
+        }
+    }
+    fn build(cfg: PpgConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
+        Self::new(cfg, policy, device, run)
+    }
+    fn config(&self) -> &PpgConfig {
+        &self.cfg
+    }
+    fn policy(&self) -> &ActorCritic {
+        self.ppo.policy()
+    }
+    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
+        self.num_timesteps = num_timesteps;
+        self.total_timesteps = total_timesteps;
+    }
+    fn save_state(&self) -> LearnerFiles {
+        let (mut files, mut state) = self.ppo.save_state();
+        // The auxiliary head, its optimizer and the buffer of this policy phase.
+        let mut aux = TensorMap::default();
+        for (k, v) in module_tensors(&self.aux_head).0 {
+            aux.0.insert(format!("head.{k}"), v);
+        }
+        let steps = self.aux_opt.save("aux_adam", &mut aux);
+        let od = self.buffer.obs.len() / self.buffer.len().max(1);
+        aux.insert(
+            "buffer.obs",
+            vec![self.buffer.len(), od],
+            self.buffer.obs.clone(),
+        );
+        aux.insert(
+            "buffer.returns",
+            vec![self.buffer.len()],
+            self.buffer.returns.clone(),
+        );
+        files.push((AUX_FILE, aux.to_bytes()));
+        state.insert("aux_optimizer_steps".into(), steps.into());
+        state.insert("policy_iters".into(), self.policy_iters.into());
+        state.insert(
+            "rng_aux".into(),
+            serde_json::to_value(&self.rng_aux).expect("serializable"),
+        );
+        (files, state)
+    }
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
+        self.ppo.load_state(ck, state)?;
+        let file = ck.path_of(AUX_FILE);
+        let bad = |what: &str| RlError::Config(format!("{}: {what}", ck.path_of("state.json")));
+        let mut aux = TensorMap::from_bytes(ck.file(AUX_FILE)?, &file)?;
+        let mut head = TensorMap::default();
+        let keys: Vec<String> = aux
+            .0
+            .keys()
+            .filter(|k| k.starts_with("head."))
+            .cloned()
+            .collect();
+        for k in keys {
+            let v = aux.0.remove(&k).expect("listed");
+            head.0.insert(k["head.".len()..].to_string(), v);
+        }
+        self.aux_head = read_module_map(&head, self.aux_head.clone(), &file, &self.device)?;
+        let steps = state
+            .get("aux_optimizer_steps")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("aux_optimizer_steps: expected a non-negative integer"))?;
+        let n_params = num_params(&PpgModel {
+            ac: self.ppo.policy().clone(),
+            aux: self.aux_head.clone(),
+        });
+        self.aux_opt
+            .load("aux_adam", &mut aux, steps, n_params, &file, &self.device)?;
+        let od = self
+            .ppo
+            .policy()
+            .pi
+            .layers
+            .first()
+            .map(|l| l.weight.dims()[0]);
+        let od = od.unwrap_or(self.ppo.policy().action_net.weight.dims()[0]);
+        let n = aux
+            .0
+            .get("buffer.returns")
+            .map(|(s, _)| s.first().copied().unwrap_or(0))
+            .unwrap_or(0);
+        let obs = aux.take("buffer.obs", &[n, od], &file)?;
+        let returns = aux.take("buffer.returns", &[n], &file)?;
+        self.buffer = AuxBuffer { obs, returns };
+        self.policy_iters = state
+            .get("policy_iters")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("policy_iters: expected a non-negative integer"))?
+            as usize;
+        self.rng_aux = rl_on_policy::agent::rng_from_state(ck, state, "rng_aux")?;
+        Ok(())
+    }
+}
+
+/// `module` with its parameters from `map` (names without prefix), errors naming `file`.
+fn read_module_map<M: Module>(
+    map: &TensorMap,
+    module: M,
+    file: &str,
+    device: &Device,
+) -> Result<M, RlError> {
+    Ok(rl_core::params::load_module_tensors(
+        module, map, file, device,
+    )?)
+}

@@ -1,0 +1,42 @@
+//! Learning test (release, seed 0, in CI): PPG on CartPole-v1 reaches 475 within 200k steps,
+//! and still holds it at 200k, after six auxiliary phases.
+
+use rl_core::burn::tensor::Device;
+use rl_envs::testing;
+use rl_ppg::Ppg;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[test]
+fn ppg_cartpole_seed0_within_200k() {
+    let run = testing::example_config(
+        env!("CARGO_MANIFEST_DIR"),
+        "ppg_cartpole.yaml",
+        &["seed=0".to_string()],
+    );
+    let mut ppg = Ppg::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    // Evaluations every 8,192 steps (8 rollouts of 4 × 256), ≤ 200k / 20.
+    let (hit, evals) = testing::first_reaching(&mut ppg, &run, 8192, 475.0);
+    println!(
+        "PPG CartPole-v1 seed 0: first eval >= 475 at {hit:?} (budget 200000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 200_000),
+        "never reached 475 within 200k: {evals:?}"
+    );
+    use rl_core::algorithm::Algorithm;
+    let mut aux_phases = 0;
+    while ppg.num_timesteps() < run.total_timesteps {
+        aux_phases += ppg.train().unwrap().contains_key("charts/aux_phase") as usize;
+    }
+    let r = testing::eval_return(&mut ppg, &run);
+    println!(
+        "PPG CartPole-v1 seed 0: mean deterministic eval return {r} at {} steps, after {aux_phases} more auxiliary phases",
+        ppg.num_timesteps()
+    );
+    assert!(
+        aux_phases >= 4 && r >= 475.0,
+        "{r} at the end ({aux_phases} aux phases)"
+    );
+}
