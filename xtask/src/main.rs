@@ -170,7 +170,8 @@ elif case == "sac_pendulum":
 else:
     env = make_vec_env("Pendulum-v1", n_envs=4, seed=seed)
     model = PPO("MlpPolicy", env, n_steps=1024, batch_size=64, n_epochs=10, gamma=0.9, gae_lambda=0.95,
-                learning_rate=1e-3, clip_range=0.2, ent_coef=0.0, seed=seed, device="cpu")
+                learning_rate=1e-3, clip_range=0.2, ent_coef=0.0, use_sde=True, sde_sample_freq=4,
+                seed=seed, device="cpu")
     steps = 200_000
 t = time.time()
 model.learn(steps)

@@ -285,7 +285,8 @@ impl DistKind {
     }
 
     /// `M·u` row by row, with `M` the Fisher information of the distribution in its network
-    /// outputs `params` (`[B × param_dim]`, host; Gaussians: the means, with `log_std` `[dim]`),
+    /// outputs `params` (`[B × param_dim]`, host; Gaussians: the means, with `log_std` `[dim]`
+    /// or per row `[B × dim]`),
     /// i.e. the Hessian of `KL(p_θ ‖ p_θ')` at `θ' = θ`. The Gaussian's Fisher in `log_std` is
     /// 2 per dimension, independent of the parameters.
     pub fn fisher_apply(&self, params: &[f32], log_std: &[f32], u: &[f32]) -> Vec<f32> {
@@ -302,7 +303,12 @@ impl DistKind {
                 *oi = p * ui - p * pu;
             }
         };
-        for ((row, ur), or) in params.chunks(pd).zip(u.chunks(pd)).zip(out.chunks_mut(pd)) {
+        for (r, ((row, ur), or)) in params
+            .chunks(pd)
+            .zip(u.chunks(pd))
+            .zip(out.chunks_mut(pd))
+            .enumerate()
+        {
             match self {
                 DistKind::Categorical { .. } => categorical(row, ur, or),
                 DistKind::MultiCategorical { nvec } => {
@@ -319,7 +325,13 @@ impl DistKind {
                     }
                 }
                 DistKind::DiagGaussian { .. } | DistKind::SquashedDiagGaussian { .. } => {
-                    for ((oi, &ui), &ls) in or.iter_mut().zip(ur).zip(log_std) {
+                    // Shared `[dim]` or per-row `[B × dim]` (gSDE) log_std.
+                    let ls = if log_std.len() == params.len() {
+                        &log_std[r * pd..(r + 1) * pd]
+                    } else {
+                        log_std
+                    };
+                    for ((oi, &ui), &ls) in or.iter_mut().zip(ur).zip(ls) {
                         *oi = ui * (-2.0 * ls).exp();
                     }
                 }

@@ -37,8 +37,10 @@ pub struct A2cConfig {
     pub use_rms_prop: bool,
     /// RMSprop epsilon (outside the square root, as torch).
     pub rms_prop_eps: f64,
-    /// Generalized state-dependent exploration (not available yet: must be false).
+    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
     pub use_sde: bool,
+    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
+    pub sde_sample_freq: i64,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
 }
@@ -57,6 +59,7 @@ impl Default for A2cConfig {
             use_rms_prop: true,
             rms_prop_eps: 1e-5,
             use_sde: false,
+            sde_sample_freq: -1,
             policy_kwargs: PolicyKwargs::default(),
         }
     }
@@ -102,8 +105,11 @@ impl AlgoConfig for A2cConfig {
                 "must be positive (or null for no clipping)",
             );
         }
-        if self.use_sde {
-            return err("use_sde", "gSDE is not implemented yet; set it to false");
+        if self.sde_sample_freq == 0 || self.sde_sample_freq < -1 {
+            return err(
+                "sde_sample_freq",
+                "must be -1 (once per rollout) or positive",
+            );
         }
         Ok(())
     }

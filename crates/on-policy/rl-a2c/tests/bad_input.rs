@@ -52,8 +52,17 @@ fn config_errors_name_the_key() {
     assert!(e.contains("gae_lambda") && e.contains("[0, 1]"), "{e}");
     let e = A2cConfig::from_kwargs(&run("  rms_prop_eps: 0\n").algo_kwargs).unwrap_err();
     assert!(e.contains("rms_prop_eps"), "{e}");
-    let e = A2cConfig::from_kwargs(&run("  use_sde: true\n").algo_kwargs).unwrap_err();
-    assert!(e.contains("use_sde"), "{e}");
+    let e = A2cConfig::from_kwargs(&run("  sde_sample_freq: 0\n").algo_kwargs).unwrap_err();
+    assert!(e.contains("sde_sample_freq"), "{e}");
+    // gSDE needs continuous actions.
+    let e = A2c::new(&run("  use_sde: true\n"), &make, &Device::flex())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("algo_kwargs.use_sde") && e.contains("Box"),
+        "{e}"
+    );
     // RLlib names are aliases.
     let kw = RunConfig::from_yaml(
         "algorithm: a2c\nenv_id: CartPole-v1\ntotal_timesteps: 1\nalgo_kwargs: {lr: 0.01, lambda_: 0.9, grad_clip: 1.0, entropy_coeff: 0.02, vf_loss_coeff: 0.25, rollout_fragment_length: 7}\n",

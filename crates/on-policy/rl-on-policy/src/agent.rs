@@ -107,6 +107,7 @@ impl OnPolicyCore {
         policy: &ActorCritic,
         gamma: f64,
         gae_lambda: f64,
+        sde_sample_freq: i64,
     ) -> Result<Rollout, RlError> {
         let t0 = Instant::now();
         let valid = policy.valid();
@@ -116,6 +117,7 @@ impl OnPolicyCore {
             &mut self.rng_policy,
             gamma as f32,
             gae_lambda as f32,
+            sde_sample_freq,
         )?;
         let steps = self.collector.buffer.len() as u64;
         self.num_timesteps += steps;
@@ -233,6 +235,10 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     fn rollout_settings(cfg: &Self::Config) -> (usize, f64, f64);
     /// The policy network's settings.
     fn policy_kwargs(cfg: &Self::Config) -> &PolicyKwargs;
+    /// gSDE: `Some(sde_sample_freq)` when the config asks for it (`use_sde`), else None.
+    fn sde(_cfg: &Self::Config) -> Option<i64> {
+        None
+    }
     /// Rejects action spaces the algorithm does not handle (all by default).
     fn check_action_space(_space: &Space) -> Result<(), String> {
         Ok(())
@@ -370,14 +376,21 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
         L::check_action_space(&core.act_space)
             .map_err(|e| RlError::Config(format!("{}: {e}", run.env_id)))?;
-        let policy = ActorCritic::new(
+        let policy = ActorCritic::with_sde(
             &core.obs_space,
             &core.act_space,
             L::policy_kwargs(&cfg),
+            L::sde(&cfg).is_some(),
             &mut Rng::for_stream(run.seed, "init"),
             &device,
         )
-        .map_err(RlError::Config)?;
+        .map_err(|e| {
+            RlError::Config(if e.starts_with("use_sde") {
+                format!("algo_kwargs.{e}")
+            } else {
+                e
+            })
+        })?;
         Ok(Self {
             learner: L::build(cfg, policy, device, run),
             core,
@@ -425,8 +438,12 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
 
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let (_, gamma, lambda) = L::rollout_settings(self.learner.config());
-        let r = self.core.collect(self.learner.policy(), gamma, lambda)?;
+        let cfg = self.learner.config();
+        let (_, gamma, lambda) = L::rollout_settings(cfg);
+        let sde_freq = L::sde(cfg).unwrap_or(-1);
+        let r = self
+            .core
+            .collect(self.learner.policy(), gamma, lambda, sde_freq)?;
         self.learner
             .set_progress(self.core.num_timesteps, self.core.total_timesteps);
         let mut m = self.learner.update(&mut self.core.collector.buffer)?;
@@ -460,8 +477,9 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
 #[doc(hidden)]
 pub use rl_core as __rl_core;
 
-/// The [`OnPolicyLearner`] config type and accessors for a learner with fields `cfg` (whose config has
-/// `n_steps`, `gamma`, `gae_lambda` and `policy_kwargs`), `policy`, `num_timesteps` and
+/// The [`OnPolicyLearner`] config type and accessors for a learner with fields `cfg` (whose
+/// config has `n_steps`, `gamma`, `gae_lambda`, `policy_kwargs`, `use_sde` and
+/// `sde_sample_freq`), `policy`, `num_timesteps` and
 /// `total_timesteps`.
 #[macro_export]
 macro_rules! learner_accessors {
@@ -483,6 +501,9 @@ macro_rules! learner_accessors {
         fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
             self.num_timesteps = num_timesteps;
             self.total_timesteps = total_timesteps;
+        }
+        fn sde(cfg: &$cfg) -> Option<i64> {
+            cfg.use_sde.then_some(cfg.sde_sample_freq)
         }
     };
 }

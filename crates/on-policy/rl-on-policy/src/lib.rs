@@ -11,6 +11,6 @@ pub use agent::{
     CoreState, LearnerFiles, OnPolicyAgent, OnPolicyCore, OnPolicyLearner, Rollout,
     actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
 };
-pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput};
+pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput, Sde, SdeNoise};
 pub use rl_core::agent::EnvMaker;
 pub use rollout::{CollectorState, RolloutCollector, RolloutInfo};

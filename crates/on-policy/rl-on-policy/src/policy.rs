@@ -35,12 +35,18 @@ pub struct PolicyKwargs {
     /// Hidden activation (`tanh`, `relu`, `silu`, `elu`).
     #[serde(alias = "activation")]
     pub activation_fn: Activation,
-    /// Orthogonal initialization with SB3's gains (otherwise gain 1 everywhere).
+    /// Orthogonal initialization with SB3's gains (otherwise torch's default `Linear` init).
     pub ortho_init: bool,
     /// Initial `log_std` of Gaussian policies.
     pub log_std_init: f64,
     /// One trunk for policy and value (SB3's `share_features_extractor` with shared layers).
     pub shared: bool,
+    /// gSDE: one exploration weight per latent feature and action dimension (else one per
+    /// latent feature).
+    pub full_std: bool,
+    /// gSDE: `expln` instead of `exp` to keep the standard deviation from growing
+    /// exponentially.
+    pub use_expln: bool,
 }
 
 impl Default for PolicyKwargs {
@@ -51,6 +57,8 @@ impl Default for PolicyKwargs {
             ortho_init: true,
             log_std_init: 0.0,
             shared: false,
+            full_std: true,
+            use_expln: false,
         }
     }
 }
@@ -59,10 +67,27 @@ impl Default for PolicyKwargs {
 pub struct PolicyOutput {
     /// Logits or means `[B, param_dim]`.
     pub params: Tensor<2>,
-    /// `log_std` `[1, dim]` for Gaussian policies.
+    /// `log_std` for Gaussian policies: `[1, dim]`, or `[B, dim]` with gSDE.
     pub log_std: Option<Tensor<2>>,
     /// Value estimates `[B]`.
     pub values: Tensor<1>,
+    /// gSDE: the latent features the exploration noise is a function of `[B, latent]`.
+    pub latent_sde: Option<Tensor<2>>,
+}
+
+/// Generalized state-dependent exploration (Raffin et al. 2022, SB3's
+/// `StateDependentNoiseDistribution`): the action noise is `latent(s)ᵀ M` for an exploration
+/// matrix `M ~ N(0, σ²)` drawn every `sde_sample_freq` steps, so the policy's variance is
+/// `latent(s)² · σ²` (+ 1e-6) per action dimension. The latent features are the policy
+/// trunk's output, held constant (SB3's `learn_features=False`) in the variance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sde {
+    /// σ per (latent feature, action dimension), else per latent feature.
+    pub full_std: bool,
+    /// `expln` instead of `exp`.
+    pub use_expln: bool,
+    /// Action dimension.
+    pub act_dim: usize,
 }
 
 /// An actor-critic network.
@@ -78,6 +103,11 @@ pub struct ActorCritic {
     pub value_net: Linear,
     /// State-independent `log_std` for Gaussian policies.
     pub log_std: Option<Param<Tensor<1>>>,
+    /// gSDE's `log σ` of the exploration matrix `[latent, act_dim]` (or `[latent, 1]`).
+    pub sde_log_std: Option<Param<Tensor<2>>>,
+    /// gSDE settings (None: plain Gaussian or not continuous).
+    #[module(skip)]
+    pub sde: Option<Sde>,
     /// The distribution family.
     #[module(skip)]
     pub dist: DistKind,
@@ -92,23 +122,52 @@ impl ActorCritic {
         rng: &mut Rng,
         device: &Device,
     ) -> Result<Self, String> {
+        Self::with_sde(obs_space, action_space, kw, false, rng, device)
+    }
+
+    /// [`new`](Self::new), with gSDE exploration when `use_sde` (Box action spaces only).
+    pub fn with_sde(
+        obs_space: &Space,
+        action_space: &Space,
+        kw: &PolicyKwargs,
+        use_sde: bool,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
         let dist = DistKind::for_space(action_space)?;
+        if use_sde && !matches!(dist, DistKind::DiagGaussian { .. }) {
+            return Err(format!(
+                "use_sde: gSDE needs a Box action space, not {}",
+                action_space.describe()
+            ));
+        }
         let d_in = obs_space.flat_dim();
         let (pi_h, vf_h) = match &kw.net_arch {
             NetArch::Same(h) => (h.clone(), h.clone()),
             NetArch::Split { pi, vf } => (pi.clone(), vf.clone()),
         };
-        let gain = |g: f64| if kw.ortho_init { g } else { 1.0 };
+        // SB3: orthogonal init with its gains, or torch's default init (`ortho_init: false`).
         let trunk = |hidden: Vec<usize>, rng: &mut Rng| {
-            MlpConfig {
+            let cfg = MlpConfig {
                 d_input: d_in,
                 hidden,
                 d_output: None,
                 activation: kw.activation_fn,
                 output_gain: 1.0,
-                hidden_gain: gain(kw.activation_fn.hidden_gain()),
+                hidden_gain: kw.activation_fn.hidden_gain(),
+            };
+            if kw.ortho_init {
+                cfg.init(rng, device)
+            } else {
+                cfg.init_torch_default(rng, device)
             }
-            .init(rng, device)
+        };
+        let head = |d_in: usize, d_out: usize, gain: f64, rng: &mut Rng| {
+            if kw.ortho_init {
+                linear_orthogonal(d_in, d_out, gain, rng, device)
+            } else {
+                rl_core::nn::linear_torch_default(d_in, d_out, rng, device)
+            }
         };
         let pi = trunk(pi_h.clone(), rng);
         let vf = if kw.shared {
@@ -122,9 +181,30 @@ impl ActorCritic {
         } else {
             vf_h.last().copied().unwrap_or(d_in)
         };
-        let action_net = linear_orthogonal(pi_out, dist.param_dim(), gain(0.01), rng, device);
-        let value_net = linear_orthogonal(vf_out, 1, gain(1.0), rng, device);
+        let action_net = head(pi_out, dist.param_dim(), 0.01, rng);
+        let value_net = head(vf_out, 1, 1.0, rng);
+        let (sde, sde_log_std) = match &dist {
+            DistKind::DiagGaussian { dim } if use_sde => {
+                let cols = if kw.full_std { *dim } else { 1 };
+                (
+                    Some(Sde {
+                        full_std: kw.full_std,
+                        use_expln: kw.use_expln,
+                        act_dim: *dim,
+                    }),
+                    Some(Param::from_data(
+                        TensorData::new(
+                            vec![kw.log_std_init as f32; pi_out * cols],
+                            [pi_out, cols],
+                        ),
+                        device,
+                    )),
+                )
+            }
+            _ => (None, None),
+        };
         let log_std = match &dist {
+            DistKind::DiagGaussian { .. } if use_sde => None,
             DistKind::DiagGaussian { dim } | DistKind::SquashedDiagGaussian { dim } => {
                 Some(Param::from_data(
                     TensorData::new(vec![kw.log_std_init as f32; *dim], [*dim]),
@@ -139,6 +219,8 @@ impl ActorCritic {
             action_net,
             value_net,
             log_std,
+            sde_log_std,
+            sde,
             dist,
         })
     }
@@ -150,30 +232,85 @@ impl ActorCritic {
             Some(vf) => vf.forward(obs),
             None => latent_pi.clone(),
         };
-        let params = self.action_net.forward(latent_pi);
+        let params = self.action_net.forward(latent_pi.clone());
         let values = self.value_net.forward(latent_vf).squeeze_dim::<1>(1);
-        let log_std = self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0));
+        let log_std = self.dist_log_std(&latent_pi);
         PolicyOutput {
             params,
             log_std,
             values,
+            latent_sde: self.sde.map(|_| latent_pi.detach()),
+        }
+    }
+
+    /// gSDE's σ of the exploration matrix `[latent, act_dim]` (`exp` or `expln` of
+    /// `sde_log_std`, broadcast over actions unless `full_std`).
+    pub fn sde_std(&self) -> Option<Tensor<2>> {
+        let (sde, ls) = (self.sde?, self.sde_log_std.as_ref()?);
+        let l = ls.val();
+        let std = if sde.use_expln {
+            // exp(x) for x ≤ 0, ln(1 + x) + 1 above: continuous, grows slowly.
+            let below = l.clone().clamp_max(0.0).exp();
+            let above = l.clone().clamp_min(0.0).log1p().add_scalar(1.0);
+            let pos = l.greater_elem(0.0).float();
+            below * pos.clone().neg().add_scalar(1.0) + above * pos
+        } else {
+            l.exp()
+        };
+        let [latent, cols] = std.dims();
+        Some(if cols == sde.act_dim {
+            std
+        } else {
+            std.expand([latent, sde.act_dim])
+        })
+    }
+
+    /// The Gaussian's `log_std`: the state-independent parameter `[1, dim]`, or with gSDE
+    /// `½ ln(latent² · σ² + 1e-6)` per sample `[B, dim]` (latent held constant).
+    pub fn dist_log_std(&self, latent_pi: &Tensor<2>) -> Option<Tensor<2>> {
+        match self.sde_std() {
+            Some(std) => {
+                let l = latent_pi.clone().detach();
+                let var = (l.clone() * l).matmul(std.clone() * std).add_scalar(1e-6);
+                Some(var.log().mul_scalar(0.5))
+            }
+            None => self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0)),
         }
     }
 
     /// Raw actions for a batch of flattened observations, drawn with `rng` (the
     /// distribution's mode when `deterministic`); Box actions are not clipped.
+    /// With gSDE a fresh exploration matrix is drawn for each row.
     pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
-        let latent = self.pi.forward(obs);
-        let params = crate::rollout::host(self.action_net.forward(latent));
+        let out = self.forward(obs);
+        let params = crate::rollout::host(out.params);
+        let mut actions = Vec::new();
+        if let (Some(noise), Some(latent)) = (self.sde_noise(params.len(), rng), out.latent_sde) {
+            return noise
+                .act(&params, &crate::rollout::host(latent), deterministic)
+                .0;
+        }
         let log_std = self
             .log_std
             .as_ref()
             .map(|p| crate::rollout::host(p.val()))
             .unwrap_or_default();
-        let mut actions = Vec::new();
         self.dist
             .sample(&params, &log_std, rng, deterministic, &mut actions);
         actions
+    }
+
+    /// gSDE exploration matrices for `rows / act_dim` envs, drawn from `rng` (None without
+    /// gSDE).
+    pub fn sde_noise(&self, rows_times_dim: usize, rng: &mut Rng) -> Option<SdeNoise> {
+        let sde = self.sde?;
+        let std = crate::rollout::host(self.sde_std()?);
+        Some(SdeNoise::sample(
+            std,
+            sde.act_dim,
+            rows_times_dim / sde.act_dim.max(1),
+            rng,
+        ))
     }
 
     /// The action-distribution outputs `[B, param_dim]` (logits or means) and their
@@ -206,6 +343,36 @@ impl ActorCritic {
         linear(&self.action_net, &tangent.action_net, h, dh)
     }
 
+    /// gSDE: the forward-mode derivative of the per-sample `log_std` `[B, dim]` for the
+    /// parameter tangent in `tangent` (its `sde_log_std`), with the latent features `latent`
+    /// held constant as in [`dist_log_std`](Self::dist_log_std). None without gSDE.
+    pub fn sde_log_std_jvp(&self, tangent: &ActorCritic, latent: Tensor<2>) -> Option<Tensor<2>> {
+        let (sde, l, dl) = (
+            self.sde?,
+            self.sde_log_std.as_ref()?.val(),
+            tangent.sde_log_std.as_ref()?.val(),
+        );
+        let std = self.sde_std()?;
+        // dσ/dL: σ for exp; for expln exp(L) below 0 and 1/(1 + L) above.
+        let dstd_dl = if sde.use_expln {
+            let pos = l.clone().greater_elem(0.0).float();
+            l.clone().clamp_max(0.0).exp() * pos.clone().neg().add_scalar(1.0)
+                + l.clamp_min(0.0).add_scalar(1.0).recip() * pos
+        } else {
+            l.exp()
+        };
+        let [k, d] = std.dims();
+        let dstd = (dstd_dl * dl).expand([k, d]);
+        let z2 = latent.clone() * latent;
+        let var = z2
+            .clone()
+            .matmul(std.clone() * std.clone())
+            .add_scalar(1e-6);
+        // d ln σ_b = d var_b / (2 var_b), d var = z² · (2 σ dσ)
+        let dvar = z2.matmul(std.mul_scalar(2.0) * dstd);
+        Some(dvar / var.mul_scalar(2.0))
+    }
+
     /// Values `[B]` only.
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
         let latent = match &self.vf {
@@ -222,8 +389,8 @@ impl ActorCritic {
         actions: Tensor<2>,
     ) -> (Tensor<1>, Option<Tensor<1>>) {
         let latent = self.pi.forward(obs);
+        let log_std = self.dist_log_std(&latent);
         let params = self.action_net.forward(latent);
-        let log_std = self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0));
         let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);
         (lp, self.dist.entropy(params, log_std))
     }
@@ -240,5 +407,63 @@ impl ActorCritic {
             .log_prob(out.params.clone(), out.log_std.clone(), actions);
         let ent = self.dist.entropy(out.params, out.log_std);
         (out.values, lp, ent)
+    }
+}
+
+/// gSDE exploration matrices, one per env: `[n × latent × act_dim]` draws from `N(0, σ²)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdeNoise {
+    std: Vec<f32>,
+    act_dim: usize,
+    matrices: Vec<f32>,
+}
+
+impl SdeNoise {
+    /// Draws `n` matrices with standard deviations `std` (`[latent × act_dim]`, host).
+    pub fn sample(std: Vec<f32>, act_dim: usize, n: usize, rng: &mut Rng) -> Self {
+        let matrices = (0..n)
+            .flat_map(|_| {
+                std.iter()
+                    .map(|&s| s * rng.normal() as f32)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        Self {
+            std,
+            act_dim,
+            matrices,
+        }
+    }
+
+    /// Actions `mean + latentᵀ M_row` (the mean when `deterministic`) for each row, and their
+    /// log-probabilities under `N(mean, latent² · σ² + 1e-6)`.
+    pub fn act(&self, mean: &[f32], latent: &[f32], deterministic: bool) -> (Vec<f32>, Vec<f32>) {
+        let d = self.act_dim.max(1);
+        let rows = mean.len() / d;
+        let k = latent.len() / rows.max(1);
+        let per = k * d;
+        let (mut actions, mut logps) = (Vec::with_capacity(mean.len()), Vec::with_capacity(rows));
+        for r in 0..rows {
+            let z = &latent[r * k..(r + 1) * k];
+            let m = &self.matrices[(r * per) % self.matrices.len().max(1)..][..per];
+            let mut lp = 0.0f32;
+            for j in 0..d {
+                let var: f32 = (0..k)
+                    .map(|i| z[i] * z[i] * self.std[i * d + j].powi(2))
+                    .sum::<f32>()
+                    + 1e-6;
+                let noise: f32 = (0..k).map(|i| z[i] * m[i * d + j]).sum();
+                let a = if deterministic {
+                    mean[r * d + j]
+                } else {
+                    mean[r * d + j] + noise
+                };
+                let diff = a - mean[r * d + j];
+                lp += -diff * diff / (2.0 * var) - 0.5 * var.ln() - 0.918_938_5;
+                actions.push(a);
+            }
+            logps.push(lp);
+        }
+        (actions, logps)
     }
 }

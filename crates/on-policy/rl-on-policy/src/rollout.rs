@@ -88,7 +88,9 @@ impl RolloutCollector {
     }
 
     /// Fills the buffer with `n_steps` steps of every env using `policy` (inference device),
-    /// drawing actions from `rng`, then computes advantages and returns.
+    /// drawing actions from `rng`, then computes advantages and returns. A gSDE policy draws
+    /// its exploration matrices at the start and every `sde_sample_freq` steps when that is
+    /// positive (SB3's `collect_rollouts`).
     pub fn collect(
         &mut self,
         policy: &ActorCritic,
@@ -96,6 +98,7 @@ impl RolloutCollector {
         rng: &mut Rng,
         gamma: f32,
         gae_lambda: f32,
+        sde_sample_freq: i64,
     ) -> Result<RolloutInfo, EnvError> {
         let n = self.env.num_envs();
         let space = self.env.observation_space().clone();
@@ -108,16 +111,34 @@ impl RolloutCollector {
         let mut clipped = Vec::new();
         let mut rewards = vec![0.0f32; n];
         let mut dones = vec![0.0f32; n];
-        for _ in 0..self.buffer.n_steps {
+        let act_dim = self.env.act_dim();
+        let mut noise = policy.sde_noise(n * act_dim, rng);
+        for step in 0..self.buffer.n_steps {
+            if noise.is_some()
+                && sde_sample_freq > 0
+                && step > 0
+                && step as i64 % sde_sample_freq == 0
+            {
+                noise = policy.sde_noise(n * act_dim, rng);
+            }
             flatten_batch(&space, &self.last_obs, &mut self.flat);
             let out = policy.forward(tensor2(self.flat.clone(), n, flat_dim, device));
             let params = host(out.params);
-            let log_std = out.log_std.map(host).unwrap_or_default();
             let values = host(out.values);
             actions.clear();
-            let log_probs = policy
-                .dist
-                .sample(&params, &log_std, rng, false, &mut actions);
+            let log_probs = match (&noise, out.latent_sde) {
+                (Some(noise), Some(latent)) => {
+                    let (a, lp) = noise.act(&params, &host(latent), false);
+                    actions.extend(a);
+                    lp
+                }
+                _ => {
+                    let log_std = out.log_std.map(host).unwrap_or_default();
+                    policy
+                        .dist
+                        .sample(&params, &log_std, rng, false, &mut actions)
+                }
+            };
             // Box actions are clipped to the bounds for the env; the buffer keeps the raw sample.
             let env_actions = match &bounds {
                 Some((lo, hi)) => {

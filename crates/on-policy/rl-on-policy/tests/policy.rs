@@ -132,3 +132,90 @@ fn flat_adam_matches_burn_adam() {
         assert!(err < 1e-5, "{k}: max diff {err}");
     }
 }
+
+mod gsde {
+    use rl_core::batch::{host, tensor2};
+    use rl_core::burn::tensor::Device;
+    use rl_core::{Rng, Space};
+    use rl_on_policy::{ActorCritic, PolicyKwargs};
+
+    fn policy(full_std: bool) -> ActorCritic {
+        policy_on(full_std, &Device::flex())
+    }
+
+    fn policy_on(full_std: bool, device: &Device) -> ActorCritic {
+        let kw = PolicyKwargs {
+            log_std_init: -1.0,
+            full_std,
+            ..PolicyKwargs::default()
+        };
+        ActorCritic::with_sde(
+            &Space::boxed(vec![-1.0; 3], vec![1.0; 3]),
+            &Space::boxed(vec![-2.0; 2], vec![2.0; 2]),
+            &kw,
+            true,
+            &mut Rng::seed_from(1),
+            device,
+        )
+        .unwrap()
+    }
+
+    fn obs(n: usize) -> Vec<f32> {
+        (0..n * 3)
+            .map(|i| ((i * 7 % 11) as f32 - 5.0) / 5.0)
+            .collect()
+    }
+
+    #[test]
+    fn noise_is_a_function_of_the_state_until_resampled() {
+        let p = policy(true);
+        let dev = Device::flex();
+        let out = p.forward(tensor2(obs(4), 4, 3, &dev));
+        let (mean, latent) = (host(out.params), host(out.latent_sde.unwrap()));
+        let mut rng = Rng::seed_from(3);
+        let noise = p.sde_noise(4 * 2, &mut rng).unwrap();
+        let (a1, lp1) = noise.act(&mean, &latent, false);
+        // The same matrix and state give the same action (no fresh per-step noise) ...
+        let (a2, lp2) = noise.act(&mean, &latent, false);
+        assert_eq!((&a1, &lp1), (&a2, &lp2));
+        assert_ne!(a1, mean, "exploration moves the actions");
+        // ... a new matrix other actions; deterministic mode is the mean.
+        let other = p.sde_noise(4 * 2, &mut rng).unwrap();
+        assert_ne!(other.act(&mean, &latent, false).0, a1);
+        assert_eq!(noise.act(&mean, &latent, true).0, mean);
+    }
+
+    #[test]
+    fn collected_log_probs_match_the_training_log_probs() {
+        for full_std in [true, false] {
+            let p = policy(full_std);
+            let dev = Device::flex();
+            let x = tensor2(obs(5), 5, 3, &dev);
+            let out = p.forward(x.clone());
+            let (mean, latent) = (host(out.params), host(out.latent_sde.unwrap()));
+            let noise = p.sde_noise(5 * 2, &mut Rng::seed_from(9)).unwrap();
+            let (a, lp) = noise.act(&mean, &latent, false);
+            // The loss path: Gaussian log-prob with the per-sample log_std from the network.
+            let (lp_t, ent) = p.log_prob_entropy(x, tensor2(a, 5, 2, &dev));
+            for (x, y) in lp.iter().zip(host(lp_t)) {
+                assert!((x - y).abs() < 1e-4, "full_std {full_std}: {x} vs {y}");
+            }
+            assert!(ent.is_some());
+        }
+    }
+
+    #[test]
+    fn sde_std_only_reaches_the_exploration_parameters() {
+        // The variance holds the latent features constant: its gradient reaches sde_log_std
+        // but not the trunk.
+        let dev = Device::flex().autodiff();
+        let p = policy_on(true, &dev);
+        let latent = p.pi.forward(tensor2(obs(3), 3, 3, &dev));
+        let ls = p.dist_log_std(&latent).unwrap();
+        let g = ls.sum().backward();
+        let w = p.pi.layers[0].weight.grad(&g);
+        let s = p.sde_log_std.as_ref().unwrap().grad(&g);
+        assert!(w.is_none(), "trunk got a gradient through the variance");
+        assert!(s.is_some());
+    }
+}

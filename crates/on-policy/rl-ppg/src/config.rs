@@ -98,6 +98,7 @@ impl PpgConfig {
             target_kl: None,
             adam_eps: self.adam_eps,
             use_sde: false,
+            sde_sample_freq: -1,
             policy_kwargs: self.policy_kwargs.clone(),
         }
     }

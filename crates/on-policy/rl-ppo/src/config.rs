@@ -48,8 +48,10 @@ pub struct PpoConfig {
     /// Adam epsilon (SB3 PPO: 1e-5).
     #[serde(alias = "adam_epsilon")]
     pub adam_eps: f64,
-    /// Generalized state-dependent exploration (not available yet: must be false).
+    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
     pub use_sde: bool,
+    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
+    pub sde_sample_freq: i64,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
 }
@@ -72,6 +74,7 @@ impl Default for PpoConfig {
             target_kl: None,
             adam_eps: 1e-5,
             use_sde: false,
+            sde_sample_freq: -1,
             policy_kwargs: PolicyKwargs::default(),
         }
     }
@@ -108,10 +111,10 @@ impl AlgoConfig for PpoConfig {
                 "must be positive (or null for no clipping)",
             );
         }
-        if self.use_sde {
+        if self.sde_sample_freq == 0 || self.sde_sample_freq < -1 {
             return err(
-                "use_sde",
-                "gSDE is not implemented yet (planned with A2C/TRPO); set it to false",
+                "sde_sample_freq",
+                "must be -1 (once per rollout) or positive",
             );
         }
         Ok(())

@@ -20,7 +20,10 @@ fn make(run: &RunConfig) -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
 }
 
 fn check(env: &str, extra: &str, tag: &str) {
-    let run = cfg(env, extra);
+    check_run(cfg(env, extra), tag);
+}
+
+fn check_run(run: RunConfig, tag: &str) {
     let dev = Device::flex();
     let steps = rl_envs::testing::assert_resumes_bit_identically(
         (4, 5),
@@ -30,6 +33,18 @@ fn check(env: &str, extra: &str, tag: &str) {
         &format!("ppo-{tag}"),
     );
     assert_eq!(steps, 4 * 64 * 3);
+}
+
+#[test]
+fn resume_pendulum_gsde_bit_identical() {
+    // gSDE draws its exploration matrices from the checkpointed action generator at the start
+    // of each rollout and every 4 steps.
+    let mut run = cfg("Pendulum-v1", "");
+    run.algo_kwargs
+        .insert("use_sde".into(), serde_json::Value::Bool(true));
+    run.algo_kwargs
+        .insert("sde_sample_freq".into(), serde_json::Value::from(4));
+    check_run(run, "pendulum-gsde");
 }
 
 #[test]

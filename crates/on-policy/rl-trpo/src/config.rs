@@ -40,8 +40,10 @@ pub struct TrpoConfig {
     pub sub_sampling_factor: usize,
     /// Normalize the advantages of the policy step.
     pub normalize_advantage: bool,
-    /// Generalized state-dependent exploration (not available yet: must be false).
+    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
     pub use_sde: bool,
+    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
+    pub sde_sample_freq: i64,
     /// Network architecture and initialization (separate policy and value networks).
     pub policy_kwargs: PolicyKwargs,
 }
@@ -63,6 +65,7 @@ impl Default for TrpoConfig {
             sub_sampling_factor: 1,
             normalize_advantage: true,
             use_sde: false,
+            sde_sample_freq: -1,
             policy_kwargs: PolicyKwargs::default(),
         }
     }
@@ -107,8 +110,11 @@ impl AlgoConfig for TrpoConfig {
                 "TRPO needs separate policy and value networks (the trust region covers the policy only)",
             );
         }
-        if self.use_sde {
-            return err("use_sde", "gSDE is not implemented yet; set it to false");
+        if self.sde_sample_freq == 0 || self.sde_sample_freq < -1 {
+            return err(
+                "sde_sample_freq",
+                "must be -1 (once per rollout) or positive",
+            );
         }
         Ok(())
     }

@@ -108,9 +108,9 @@ impl TrpoLearner {
         let act_i = tensor2(act_h, b, ad, &inner);
         let (old_logp_i, adv_i) = (tensor1(old_logp, &inner), tensor1(adv, &inner));
         let dist_out = |p: &ActorCritic| {
-            let params = p.action_net.forward(p.pi.forward(obs_i.clone()));
-            let ls = p.log_std.as_ref().map(|l| l.val().unsqueeze_dim::<2>(0));
-            (params, ls)
+            let latent = p.pi.forward(obs_i.clone());
+            let ls = p.dist_log_std(&latent);
+            (p.action_net.forward(latent), ls)
         };
         let (old_params, old_ls) = dist_out(&valid);
         let theta0 = host(flat_params(&valid));

@@ -35,28 +35,35 @@ pub fn fisher_vector_product(
     let tangent = set_flat(valid.clone(), tensor1(v.to_vec(), &inner));
     let obs_inner = obs.clone().inner();
     let b = obs.dims()[0].max(1);
-    let (params, dparams) = valid.actor_jvp(&tangent, obs_inner);
+    let (params, dparams) = valid.actor_jvp(&tangent, obs_inner.clone());
     let pd = params.dims()[1];
-    let log_std = valid
-        .log_std
-        .as_ref()
-        .map(|p| host(p.val()))
-        .unwrap_or_default();
+    // log_std and its tangent: the shared parameter, or gSDE's per-sample values.
+    let latent_i = valid.pi.forward(obs_inner);
+    let log_std = valid.dist_log_std(&latent_i).map(host).unwrap_or_default();
+    let dls = match valid.sde_log_std_jvp(&tangent, latent_i) {
+        Some(d) => host(d),
+        None => tangent
+            .log_std
+            .as_ref()
+            .map(|p| host(p.val()))
+            .unwrap_or_default(),
+    };
     let u = policy
         .dist
         .fisher_apply(&host(params), &log_std, &host(dparams));
     let latent = policy.pi.forward(obs.clone());
+    let ls = policy.dist_log_std(&latent);
     let out = policy.action_net.forward(latent);
     let mut total = (out * rl_core::batch::tensor2(u, b, pd, device))
         .sum()
         .div_scalar(b as f64);
-    // The Gaussian's log_std: Fisher 2 per dimension, the same for every sample.
-    if let (Some(ls), Some(dls)) = (&policy.log_std, &tangent.log_std) {
-        let w = host(dls.val())
-            .iter()
-            .map(|d| 2.0 * d)
-            .collect::<Vec<f32>>();
-        total = total + (ls.val() * tensor1(w, device)).sum();
+    // The Gaussian's log_std: Fisher 2 per dimension and sample.
+    if let Some(ls) = ls {
+        let w: Vec<f32> = dls.iter().map(|d| 2.0 * d).collect();
+        let [rows, d] = ls.dims();
+        let n = w.len() / d.max(1);
+        let w = rl_core::batch::tensor2(w, n, d, device);
+        total = total + (ls * w).sum().div_scalar(rows as f64);
     }
     host(flat_grads(policy, total.backward(), device).inner())
 }

@@ -14,13 +14,18 @@ use std::collections::HashMap;
 const OBS: usize = 3;
 const B: usize = 4;
 
-/// The actor's distribution outputs and log_std, in f64, for flat parameters `theta`.
+/// The actor's distribution outputs, per-row log_std and latent features, in f64, for flat
+/// parameters `theta`. gSDE's log_std uses the latent features `z_fixed` (those of the base
+/// parameters: the policy holds them constant in the variance).
+type Actor = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+
 fn actor_f64(
     infos: &[(String, Vec<usize>, usize)],
     theta: &[f64],
     obs: &[f64],
     act: Activation,
-) -> (Vec<Vec<f64>>, Vec<f64>) {
+    z_fixed: Option<&[Vec<f64>]>,
+) -> Actor {
     let p: HashMap<&str, (&[usize], &[f64])> = infos
         .iter()
         .map(|(n, s, o)| {
@@ -38,7 +43,7 @@ fn actor_f64(
             .map(|j| b[j] + (0..din).map(|i| x[i] * w[i * dout + j]).sum::<f64>())
             .collect()
     };
-    let mut outs = Vec::new();
+    let (mut outs, mut latents) = (Vec::new(), Vec::new());
     for row in obs.chunks(OBS) {
         let mut h = row.to_vec();
         let mut l = 0;
@@ -53,18 +58,36 @@ fn actor_f64(
             l += 1;
         }
         outs.push(linear("action_net", &h));
+        latents.push(h);
     }
-    let ls = p
-        .get("log_std")
-        .map(|(_, v)| v.to_vec())
-        .unwrap_or_default();
-    (outs, ls)
+    let ls = match (p.get("log_std"), p.get("sde_log_std")) {
+        (Some((_, v)), _) => vec![v.to_vec(); outs.len()],
+        (None, Some((shape, v))) => {
+            let (k, d) = (shape[0], shape[1]);
+            let z = z_fixed.unwrap_or(&latents);
+            z.iter()
+                .map(|zr| {
+                    (0..d)
+                        .map(|j| {
+                            let var: f64 = (0..k)
+                                .map(|i| zr[i] * zr[i] * (2.0 * v[i * d + j]).exp())
+                                .sum::<f64>()
+                                + 1e-6;
+                            0.5 * var.ln()
+                        })
+                        .collect()
+                })
+                .collect()
+        }
+        _ => vec![Vec::new(); outs.len()],
+    };
+    (outs, ls, latents)
 }
 
 /// Mean KL(p_θ0 ‖ p_θ) over the rows.
-fn mean_kl(space: &Space, a: &(Vec<Vec<f64>>, Vec<f64>), b: &(Vec<Vec<f64>>, Vec<f64>)) -> f64 {
+fn mean_kl(space: &Space, a: &Actor, b: &Actor) -> f64 {
     let n = a.0.len() as f64;
-    let kl_row = |p: &[f64], q: &[f64]| -> f64 {
+    let kl_row = |p: &[f64], q: &[f64], lsp: &[f64], lsq: &[f64]| -> f64 {
         match space {
             Space::Discrete { .. } => {
                 let lse = |x: &[f64]| {
@@ -80,7 +103,7 @@ fn mean_kl(space: &Space, a: &(Vec<Vec<f64>>, Vec<f64>), b: &(Vec<Vec<f64>>, Vec
             _ => p
                 .iter()
                 .zip(q)
-                .zip(a.1.iter().zip(&b.1))
+                .zip(lsp.iter().zip(lsq))
                 .map(|((&mp, &mq), (&lp, &lq))| {
                     lq - lp + ((2.0 * lp).exp() + (mp - mq).powi(2)) / (2.0 * (2.0 * lq).exp())
                         - 0.5
@@ -88,10 +111,17 @@ fn mean_kl(space: &Space, a: &(Vec<Vec<f64>>, Vec<f64>), b: &(Vec<Vec<f64>>, Vec
                 .sum(),
         }
     };
-    a.0.iter().zip(&b.0).map(|(p, q)| kl_row(p, q)).sum::<f64>() / n
+    (0..a.0.len())
+        .map(|r| kl_row(&a.0[r], &b.0[r], &a.1[r], &b.1[r]))
+        .sum::<f64>()
+        / n
 }
 
 fn check(space: Space, act: Activation) {
+    check_with(space, act, false);
+}
+
+fn check_with(space: Space, act: Activation, use_sde: bool) {
     let dev = Device::flex().autodiff();
     let mut rng = Rng::seed_from(5);
     let kw = PolicyKwargs {
@@ -100,10 +130,11 @@ fn check(space: Space, act: Activation) {
         log_std_init: -0.3,
         ..PolicyKwargs::default()
     };
-    let policy = ActorCritic::new(
+    let policy = ActorCritic::with_sde(
         &Space::boxed(vec![-1.0; OBS], vec![1.0; OBS]),
         &space,
         &kw,
+        use_sde,
         &mut rng,
         &dev,
     )
@@ -125,8 +156,9 @@ fn check(space: Space, act: Activation) {
     let obs64: Vec<f64> = obs.iter().map(|&x| x as f64).collect();
     let th64: Vec<f64> = theta.iter().map(|&x| x as f64).collect();
     let v64: Vec<f64> = v.iter().map(|&x| x as f64).collect();
-    let base = actor_f64(&infos, &th64, &obs64, act);
-    let f = |t: &[f64]| mean_kl(&space, &base, &actor_f64(&infos, t, &obs64, act));
+    let base = actor_f64(&infos, &th64, &obs64, act, None);
+    let z0 = base.2.clone();
+    let f = |t: &[f64]| mean_kl(&space, &base, &actor_f64(&infos, t, &obs64, act, Some(&z0)));
     let h = 1e-4;
     let reference: Vec<f64> = (0..th64.len())
         .map(|i| {
@@ -173,4 +205,13 @@ fn fisher_vector_product_matches_finite_difference_hessian_of_kl_gaussian() {
 #[test]
 fn fisher_vector_product_matches_with_relu() {
     check(Space::discrete(4), Activation::Relu);
+}
+
+#[test]
+fn fisher_vector_product_matches_with_gsde() {
+    check_with(
+        Space::boxed(vec![-1.0, -1.0], vec![1.0, 1.0]),
+        Activation::Tanh,
+        true,
+    );
 }

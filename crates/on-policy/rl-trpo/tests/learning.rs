@@ -1,4 +1,5 @@
-//! Learning tests (run in release mode): CI runs both seed-0 tests (a few seconds each);
+//! Learning tests (run in release mode): CI runs both seed-0 tests (a few seconds each;
+//! Pendulum with rl-zoo's gSDE settings);
 //! seed 1 on CartPole is `#[ignore]`d and run by `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
