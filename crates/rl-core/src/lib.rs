@@ -27,6 +27,7 @@ pub mod replay;
 pub mod rng;
 pub mod runner;
 pub mod schedule;
+pub mod sequences;
 pub mod spaces;
 pub mod testing;
 pub mod vec_env;

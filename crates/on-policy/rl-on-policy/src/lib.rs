@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod loss;
 pub mod policy;
+pub mod recurrent;
 pub mod rollout;
 
 pub use agent::{
