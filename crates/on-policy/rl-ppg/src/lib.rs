@@ -112,6 +112,15 @@ impl PpgLearner {
         &self.buffer
     }
 
+    /// Width of the (flattened) observations: the policy trunk's input.
+    fn obs_dim(&self) -> usize {
+        let p = self.ppo.policy();
+        p.pi.layers
+            .first()
+            .map(|l| l.weight.dims()[0])
+            .unwrap_or(p.action_net.weight.dims()[0])
+    }
+
     /// The auxiliary phase over the buffer (then emptied).
     fn aux_phase(&mut self, lr: f64, m: &mut Metrics) -> Result<(), RlError> {
         let dev = self.device.clone();
@@ -282,7 +291,7 @@ impl OnPolicyLearner for PpgLearner {
             aux.0.insert(format!("head.{k}"), v);
         }
         let steps = self.aux_opt.save("aux_adam", &mut aux);
-        let od = self.buffer.obs.len() / self.buffer.len().max(1);
+        let od = self.obs_dim();
         aux.insert(
             "buffer.obs",
             vec![self.buffer.len(), od],
@@ -329,14 +338,7 @@ impl OnPolicyLearner for PpgLearner {
         });
         self.aux_opt
             .load("aux_adam", &mut aux, steps, n_params, &file, &self.device)?;
-        let od = self
-            .ppo
-            .policy()
-            .pi
-            .layers
-            .first()
-            .map(|l| l.weight.dims()[0]);
-        let od = od.unwrap_or(self.ppo.policy().action_net.weight.dims()[0]);
+        let od = self.obs_dim();
         let n = aux
             .0
             .get("buffer.returns")

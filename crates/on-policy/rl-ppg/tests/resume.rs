@@ -10,18 +10,21 @@ fn make(run: &RunConfig) -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
     rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, 0.99)
 }
 
-#[test]
-fn resume_with_aux_buffer_bit_identical() {
+fn run() -> RunConfig {
     let y = "algorithm: ppg\nenv_id: CartPole-v1\ntotal_timesteps: 3000\nn_envs: 2\nseed: 6\nnormalize: {reward: true}\nalgo_kwargs:\n  n_steps: 32\n  batch_size: 16\n  n_policy_iters: 3\n  n_aux_epochs: 2\n  aux_batch_size: 32\n";
-    let run = RunConfig::from_yaml(y, &[], "test").unwrap();
+    RunConfig::from_yaml(y, &[], "test").unwrap()
+}
+
+/// Resumes after `n` iterations (aux phases after 3, 6, 9) and checks the restored buffer.
+fn check(n: usize, buffered: usize, tag: &str) {
+    let run = run();
     let dev = Device::flex();
-    // Aux phases after iterations 3, 6 and 9; the checkpoint after 4 holds one rollout.
     let steps = rl_envs::testing::assert_resumes_bit_identically(
-        (4, 6),
+        (n, 10 - n),
         || Ppg::new(&run, &make, &dev).unwrap(),
         |dir| {
             let p = Ppg::load(dir, &make, &dev).unwrap();
-            assert_eq!(p.learner().aux_buffer().len(), 64, "buffer restored");
+            assert_eq!(p.learner().aux_buffer().len(), buffered, "buffer restored");
             p
         },
         |a| {
@@ -30,7 +33,19 @@ fn resume_with_aux_buffer_bit_identical() {
             w.0.extend(module_tensors(a.policy()).0);
             w
         },
-        "ppg",
+        tag,
     );
-    assert_eq!(steps, 4 * 32 * 2);
+    assert_eq!(steps, (n * 32 * 2) as u64);
+}
+
+#[test]
+fn resume_with_aux_buffer_bit_identical() {
+    // The checkpoint after 4 iterations holds one rollout (64 states).
+    check(4, 64, "ppg-partial");
+}
+
+#[test]
+fn resume_right_after_an_aux_phase_bit_identical() {
+    // After 3 iterations the phase has just emptied the buffer.
+    check(3, 0, "ppg-empty");
 }

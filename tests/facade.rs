@@ -1,0 +1,59 @@
+//! Every algorithm the build lists can be built by name, trained, saved and loaded back by
+//! `rl::load`, which picks it from the checkpoint.
+
+use rl::core::burn::tensor::Device;
+use rl::core::config::RunConfig;
+
+fn tiny(name: &str) -> String {
+    let (env, kwargs) = match name {
+        "ppo" => ("CartPole-v1", "{n_steps: 16, batch_size: 16, n_epochs: 1}"),
+        "a2c" => ("Pendulum-v1", "{n_steps: 4, use_sde: true}"),
+        "trpo" => (
+            "CartPole-v1",
+            "{n_steps: 16, batch_size: 16, n_critic_updates: 1}",
+        ),
+        "ppg" => (
+            "CartPole-v1",
+            "{n_steps: 8, batch_size: 8, n_policy_iters: 1, n_aux_epochs: 1}",
+        ),
+        "dqn" => (
+            "CartPole-v1",
+            "{learning_starts: 8, train_freq: 4, batch_size: 4}",
+        ),
+        "sac" => (
+            "Pendulum-v1",
+            "{learning_starts: 8, train_freq: 4, batch_size: 4}",
+        ),
+        "awr" => (
+            "CartPole-v1",
+            "{n_steps: 16, batch_size: 8, value_steps: 1, policy_steps: 1}",
+        ),
+        other => panic!("add a tiny config for {other}"),
+    };
+    format!(
+        "algorithm: {name}\nenv_id: {env}\ntotal_timesteps: 64\nn_envs: 2\nseed: 1\nalgo_kwargs: {kwargs}\n"
+    )
+}
+
+#[test]
+fn every_listed_algorithm_builds_trains_saves_and_loads_by_name() {
+    let dev = Device::flex();
+    for name in rl::ALGORITHMS {
+        let run = RunConfig::from_yaml(&tiny(name), &[], "tiny").unwrap();
+        let mut alg = rl::build(&run, &dev).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(alg.name(), *name);
+        alg.train().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let steps = alg.num_timesteps();
+        assert!(steps > 0, "{name}");
+        let dir = std::env::temp_dir().join(format!("rl-facade-{}-{name}", std::process::id()));
+        alg.save(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let back = rl::load(&dir, &dev).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            (back.name(), back.num_timesteps()),
+            (*name, steps),
+            "{name}"
+        );
+        assert_eq!(rl::checkpoint_config(&dir).unwrap().algorithm, *name);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
