@@ -92,6 +92,25 @@ pub fn bernoulli_entropy(logits: Tensor<2>) -> Tensor<1> {
         .neg()
 }
 
+/// `Σ_i f(i, offset_i, n_i)` over the categorical groups of a MultiDiscrete space (`n_i`
+/// logits starting at column `offset_i`), summed left to right.
+fn sum_over_groups(
+    nvec: &[usize],
+    mut f: impl FnMut(usize, usize, usize) -> Tensor<1>,
+) -> Tensor<1> {
+    let mut o = 0;
+    let mut total: Option<Tensor<1>> = None;
+    for (i, &n) in nvec.iter().enumerate() {
+        let t = f(i, o, n);
+        total = Some(match total {
+            Some(acc) => acc + t,
+            None => t,
+        });
+        o += n;
+    }
+    total.expect("at least one component")
+}
+
 /// The distribution family for an action space (SB3's `make_proba_distribution`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum DistKind {
@@ -170,21 +189,10 @@ impl DistKind {
                 let a = actions.sub_scalar(*start as f64).squeeze_dim::<1>(1).int();
                 categorical_log_prob(params, a)
             }
-            DistKind::MultiCategorical { nvec } => {
-                let mut o = 0;
-                let mut total: Option<Tensor<1>> = None;
-                for (i, &n) in nvec.iter().enumerate() {
-                    let logits = params.clone().narrow(1, o, n);
-                    let a = actions.clone().narrow(1, i, 1).squeeze_dim::<1>(1).int();
-                    let lp = categorical_log_prob(logits, a);
-                    total = Some(match total {
-                        Some(t) => t + lp,
-                        None => lp,
-                    });
-                    o += n;
-                }
-                total.expect("at least one component")
-            }
+            DistKind::MultiCategorical { nvec } => sum_over_groups(nvec, |i, o, n| {
+                let a = actions.clone().narrow(1, i, 1).squeeze_dim::<1>(1).int();
+                categorical_log_prob(params.clone().narrow(1, o, n), a)
+            }),
             DistKind::Bernoulli { .. } => bernoulli_log_prob(params, actions),
             DistKind::DiagGaussian { .. } => {
                 let ls = log_std.expect("Gaussian needs log_std");
@@ -203,19 +211,9 @@ impl DistKind {
     pub fn entropy(&self, params: Tensor<2>, log_std: Option<Tensor<2>>) -> Option<Tensor<1>> {
         Some(match self {
             DistKind::Categorical { .. } => categorical_entropy(params),
-            DistKind::MultiCategorical { nvec } => {
-                let mut o = 0;
-                let mut total: Option<Tensor<1>> = None;
-                for &n in nvec {
-                    let e = categorical_entropy(params.clone().narrow(1, o, n));
-                    total = Some(match total {
-                        Some(t) => t + e,
-                        None => e,
-                    });
-                    o += n;
-                }
-                total.expect("at least one component")
-            }
+            DistKind::MultiCategorical { nvec } => sum_over_groups(nvec, |_, o, n| {
+                categorical_entropy(params.clone().narrow(1, o, n))
+            }),
             DistKind::Bernoulli { .. } => bernoulli_entropy(params),
             DistKind::DiagGaussian { .. } => diag_gaussian_entropy(log_std?.expand(params.dims())),
             DistKind::SquashedDiagGaussian { .. } => return None,
@@ -242,19 +240,9 @@ impl DistKind {
         };
         match self {
             DistKind::Categorical { .. } => categorical(p, q),
-            DistKind::MultiCategorical { nvec } => {
-                let mut o = 0;
-                let mut total: Option<Tensor<1>> = None;
-                for &n in nvec {
-                    let k = categorical(p.clone().narrow(1, o, n), q.clone().narrow(1, o, n));
-                    total = Some(match total {
-                        Some(t) => t + k,
-                        None => k,
-                    });
-                    o += n;
-                }
-                total.expect("at least one component")
-            }
+            DistKind::MultiCategorical { nvec } => sum_over_groups(nvec, |_, o, n| {
+                categorical(p.clone().narrow(1, o, n), q.clone().narrow(1, o, n))
+            }),
             DistKind::Bernoulli { .. } => {
                 let (lp1, lp0) = (
                     activation::log_sigmoid(p.clone()),

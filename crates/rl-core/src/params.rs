@@ -223,6 +223,31 @@ impl TensorMap {
         self.0.insert(name.into(), (shape, data));
     }
 
+    /// Adds every tensor of `other`, its name prefixed with `prefix`.
+    pub fn extend_prefixed(&mut self, prefix: &str, other: TensorMap) {
+        for (k, v) in other.0 {
+            self.0.insert(format!("{prefix}{k}"), v);
+        }
+    }
+
+    /// Removes the tensors whose names start with `prefix` and returns them without it.
+    pub fn split_off_prefix(&mut self, prefix: &str) -> TensorMap {
+        let keys: Vec<String> = self
+            .0
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect();
+        TensorMap(
+            keys.into_iter()
+                .map(|k| {
+                    let v = self.0.remove(&k).expect("listed");
+                    (k[prefix.len()..].to_string(), v)
+                })
+                .collect(),
+        )
+    }
+
     /// Serializes to safetensors bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let bytes: Vec<Vec<u8>> = self

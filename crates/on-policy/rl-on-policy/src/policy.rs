@@ -282,10 +282,11 @@ impl ActorCritic {
     /// distribution's mode when `deterministic`); Box actions are not clipped.
     /// With gSDE a fresh exploration matrix is drawn for each row.
     pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
-        let out = self.forward(obs);
-        let params = crate::rollout::host(out.params);
+        // The actor only: predict needs no values.
+        let latent = self.pi.forward(obs);
+        let params = crate::rollout::host(self.action_net.forward(latent.clone()));
         let mut actions = Vec::new();
-        if let (Some(noise), Some(latent)) = (self.sde_noise(params.len(), rng), out.latent_sde) {
+        if let Some(noise) = self.sde_noise(params.len(), rng) {
             return noise
                 .act(&params, &crate::rollout::host(latent), deterministic)
                 .0;
@@ -445,7 +446,7 @@ impl SdeNoise {
         let (mut actions, mut logps) = (Vec::with_capacity(mean.len()), Vec::with_capacity(rows));
         for r in 0..rows {
             let z = &latent[r * k..(r + 1) * k];
-            let m = &self.matrices[(r * per) % self.matrices.len().max(1)..][..per];
+            let m = &self.matrices[r * per..(r + 1) * per];
             let mut lp = 0.0f32;
             for j in 0..d {
                 let var: f32 = (0..k)

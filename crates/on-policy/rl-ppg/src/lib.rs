@@ -22,7 +22,7 @@ use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::nn::linear_orthogonal;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
+use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
 use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
@@ -221,22 +221,15 @@ impl Learner for PpgLearner {
 
     fn weights(&self) -> TensorMap {
         let mut w = self.ppo.weights();
-        for (k, v) in module_tensors(&self.aux_head).0 {
-            w.0.insert(format!("aux_head.{k}"), v);
-        }
+        w.extend_prefixed("aux_head.", module_tensors(&self.aux_head));
         w
     }
 
     fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        let (mut head, mut rest) = (TensorMap::default(), TensorMap::default());
-        for (k, v) in &weights.0 {
-            match k.strip_prefix("aux_head.") {
-                Some(h) => head.0.insert(h.to_string(), v.clone()),
-                None => rest.0.insert(k.clone(), v.clone()),
-            };
-        }
+        let mut rest = weights.clone();
+        let head = rest.split_off_prefix("aux_head.");
         self.ppo.set_weights(&rest)?;
-        self.aux_head = rl_core::params::load_module_tensors(
+        self.aux_head = load_module_tensors(
             self.aux_head.clone(),
             &head,
             "weights (aux_head.*)",
@@ -287,9 +280,7 @@ impl OnPolicyLearner for PpgLearner {
         let (mut files, mut state) = self.ppo.save_state();
         // The auxiliary head, its optimizer and the buffer of this policy phase.
         let mut aux = TensorMap::default();
-        for (k, v) in module_tensors(&self.aux_head).0 {
-            aux.0.insert(format!("head.{k}"), v);
-        }
+        aux.extend_prefixed("head.", module_tensors(&self.aux_head));
         let steps = self.aux_opt.save("aux_adam", &mut aux);
         let od = self.obs_dim();
         aux.insert(
@@ -316,26 +307,14 @@ impl OnPolicyLearner for PpgLearner {
         let file = ck.path_of(AUX_FILE);
         let bad = |what: &str| RlError::Config(format!("{}: {what}", ck.path_of("state.json")));
         let mut aux = TensorMap::from_bytes(ck.file(AUX_FILE)?, &file)?;
-        let mut head = TensorMap::default();
-        let keys: Vec<String> = aux
-            .0
-            .keys()
-            .filter(|k| k.starts_with("head."))
-            .cloned()
-            .collect();
-        for k in keys {
-            let v = aux.0.remove(&k).expect("listed");
-            head.0.insert(k["head.".len()..].to_string(), v);
-        }
-        self.aux_head = read_module_map(&head, self.aux_head.clone(), &file, &self.device)?;
+        let head = aux.split_off_prefix("head.");
+        self.aux_head = load_module_tensors(self.aux_head.clone(), &head, &file, &self.device)?;
         let steps = state
             .get("aux_optimizer_steps")
             .and_then(Value::as_u64)
             .ok_or_else(|| bad("aux_optimizer_steps: expected a non-negative integer"))?;
-        let n_params = num_params(&PpgModel {
-            ac: self.ppo.policy().clone(),
-            aux: self.aux_head.clone(),
-        });
+        // PpgModel's parameters: the actor-critic's, then the head's.
+        let n_params = num_params(self.ppo.policy()) + num_params(&self.aux_head);
         self.aux_opt
             .load("aux_adam", &mut aux, steps, n_params, &file, &self.device)?;
         let od = self.obs_dim();
@@ -355,16 +334,4 @@ impl OnPolicyLearner for PpgLearner {
         self.rng_aux = rl_on_policy::agent::rng_from_state(ck, state, "rng_aux")?;
         Ok(())
     }
-}
-
-/// `module` with its parameters from `map` (names without prefix), errors naming `file`.
-fn read_module_map<M: Module>(
-    map: &TensorMap,
-    module: M,
-    file: &str,
-    device: &Device,
-) -> Result<M, RlError> {
-    Ok(rl_core::params::load_module_tensors(
-        module, map, file, device,
-    )?)
 }

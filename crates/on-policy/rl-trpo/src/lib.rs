@@ -13,7 +13,6 @@ use rl_core::Rng;
 use rl_core::algorithm::{Learner, RlError};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
-use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
 use rl_core::config::RunConfig;
@@ -92,8 +91,9 @@ impl TrpoLearner {
         let g = host(flat_grads(&self.policy, objective.backward(), dev).inner());
         let damping = cfg.cg_damping as f32;
         let policy = &self.policy;
+        let fisher = loss::FisherProduct::new(policy, &obs);
         let fvp = |v: &[f32]| -> Vec<f32> {
-            let mut f = loss::fisher_vector_product(policy, &obs, v, dev);
+            let mut f = fisher.apply(policy, &obs, v, dev);
             for (fi, &vi) in f.iter_mut().zip(v) {
                 *fi += damping * vi;
             }
@@ -103,7 +103,7 @@ impl TrpoLearner {
         let max_step = loss::max_step_size(&direction, &fvp(&direction), cfg.target_kl);
         // The line search evaluates candidates on the inference copy: the old distribution,
         // observations, actions and advantages are fixed.
-        let valid = policy.valid();
+        let valid = fisher.valid();
         let obs_i = tensor2(obs_h, b, od, &inner);
         let act_i = tensor2(act_h, b, ad, &inner);
         let (old_logp_i, adv_i) = (tensor1(old_logp, &inner), tensor1(adv, &inner));
@@ -112,8 +112,8 @@ impl TrpoLearner {
             let ls = p.dist_log_std(&latent);
             (p.action_net.forward(latent), ls)
         };
-        let (old_params, old_ls) = dist_out(&valid);
-        let theta0 = host(flat_params(&valid));
+        let (old_params, old_ls) = dist_out(valid);
+        let theta0 = host(flat_params(valid));
         let search = loss::line_search(
             &theta0,
             &direction,

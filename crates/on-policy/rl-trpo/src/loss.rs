@@ -30,42 +30,80 @@ pub fn fisher_vector_product(
     v: &[f32],
     device: &Device,
 ) -> Vec<f32> {
-    let inner = device.clone().inner();
-    let valid = policy.valid();
-    let tangent = set_flat(valid.clone(), tensor1(v.to_vec(), &inner));
-    let obs_inner = obs.clone().inner();
-    let b = obs.dims()[0].max(1);
-    let (params, dparams) = valid.actor_jvp(&tangent, obs_inner.clone());
-    let pd = params.dims()[1];
-    // log_std and its tangent: the shared parameter, or gSDE's per-sample values.
-    let latent_i = valid.pi.forward(obs_inner);
-    let log_std = valid.dist_log_std(&latent_i).map(host).unwrap_or_default();
-    let dls = match valid.sde_log_std_jvp(&tangent, latent_i) {
-        Some(d) => host(d),
-        None => tangent
-            .log_std
-            .as_ref()
-            .map(|p| host(p.val()))
-            .unwrap_or_default(),
-    };
-    let u = policy
-        .dist
-        .fisher_apply(&host(params), &log_std, &host(dparams));
-    let latent = policy.pi.forward(obs.clone());
-    let ls = policy.dist_log_std(&latent);
-    let out = policy.action_net.forward(latent);
-    let mut total = (out * rl_core::batch::tensor2(u, b, pd, device))
-        .sum()
-        .div_scalar(b as f64);
-    // The Gaussian's log_std: Fisher 2 per dimension and sample.
-    if let Some(ls) = ls {
-        let w: Vec<f32> = dls.iter().map(|d| 2.0 * d).collect();
-        let [rows, d] = ls.dims();
-        let n = w.len() / d.max(1);
-        let w = rl_core::batch::tensor2(w, n, d, device);
-        total = total + (ls * w).sum().div_scalar(rows as f64);
+    FisherProduct::new(policy, obs).apply(policy, obs, v, device)
+}
+
+/// What [`fisher_vector_product`] needs of the policy at the current parameters, computed once
+/// for the many products of one natural-gradient step: the inference copy, the observations
+/// on its device, and the distribution's `log_std` there.
+pub struct FisherProduct {
+    valid: ActorCritic,
+    obs: Tensor<2>,
+    latent: Tensor<2>,
+    log_std: Vec<f32>,
+}
+
+impl FisherProduct {
+    /// Prepares the products for `policy` (autodiff) at the observations `obs`.
+    pub fn new(policy: &ActorCritic, obs: &Tensor<2>) -> Self {
+        let valid = policy.valid();
+        let obs = obs.clone().inner();
+        let latent = valid.pi.forward(obs.clone());
+        // The shared log_std parameter, or gSDE's per-sample values.
+        let log_std = valid.dist_log_std(&latent).map(host).unwrap_or_default();
+        Self {
+            valid,
+            obs,
+            latent,
+            log_std,
+        }
     }
-    host(flat_grads(policy, total.backward(), device).inner())
+
+    /// `F·v` (see [`fisher_vector_product`]); `policy` and `obs` as given to [`new`](Self::new).
+    pub fn apply(
+        &self,
+        policy: &ActorCritic,
+        obs: &Tensor<2>,
+        v: &[f32],
+        device: &Device,
+    ) -> Vec<f32> {
+        let inner = device.clone().inner();
+        let tangent = set_flat(self.valid.clone(), tensor1(v.to_vec(), &inner));
+        let b = obs.dims()[0].max(1);
+        let (params, dparams) = self.valid.actor_jvp(&tangent, self.obs.clone());
+        let pd = params.dims()[1];
+        let dls = match self.valid.sde_log_std_jvp(&tangent, self.latent.clone()) {
+            Some(d) => host(d),
+            None => tangent
+                .log_std
+                .as_ref()
+                .map(|p| host(p.val()))
+                .unwrap_or_default(),
+        };
+        let u = policy
+            .dist
+            .fisher_apply(&host(params), &self.log_std, &host(dparams));
+        let latent = policy.pi.forward(obs.clone());
+        let ls = policy.dist_log_std(&latent);
+        let out = policy.action_net.forward(latent);
+        let mut total = (out * rl_core::batch::tensor2(u, b, pd, device))
+            .sum()
+            .div_scalar(b as f64);
+        // The Gaussian's log_std: Fisher 2 per dimension and sample.
+        if let Some(ls) = ls {
+            let w: Vec<f32> = dls.iter().map(|d| 2.0 * d).collect();
+            let [rows, d] = ls.dims();
+            let n = w.len() / d.max(1);
+            let w = rl_core::batch::tensor2(w, n, d, device);
+            total = total + (ls * w).sum().div_scalar(rows as f64);
+        }
+        host(flat_grads(policy, total.backward(), device).inner())
+    }
+
+    /// The inference copy of the policy the products are taken at.
+    pub fn valid(&self) -> &ActorCritic {
+        &self.valid
+    }
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f64 {
