@@ -13,6 +13,7 @@ pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppg as ppg;
 pub use rl_ppo as ppo;
+pub use rl_recurrent_ppo as recurrent_ppo;
 pub use rl_sac as sac;
 pub use rl_trpo as trpo;
 
@@ -24,7 +25,16 @@ use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
 /// Algorithms this build provides.
-pub const ALGORITHMS: &[&str] = &["ppo", "a2c", "trpo", "ppg", "dqn", "sac", "awr"];
+pub const ALGORITHMS: &[&str] = &[
+    "ppo",
+    "a2c",
+    "trpo",
+    "ppg",
+    "recurrent_ppo",
+    "dqn",
+    "sac",
+    "awr",
+];
 
 fn gamma_of(run: &RunConfig) -> f64 {
     run.algo_kwargs
@@ -54,6 +64,11 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             device,
         )?)),
         "ppg" => Ok(Box::new(rl_ppg::Ppg::new(run, &make_training_env, device)?)),
+        "recurrent_ppo" => Ok(Box::new(rl_recurrent_ppo::RecurrentPpo::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
@@ -84,6 +99,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "ppg" => Ok(Box::new(rl_ppg::Ppg::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "recurrent_ppo" => Ok(Box::new(rl_recurrent_ppo::RecurrentPpo::load(
             dir,
             &make_training_env,
             device,

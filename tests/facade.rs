@@ -16,6 +16,10 @@ fn tiny(name: &str) -> String {
             "CartPole-v1",
             "{n_steps: 8, batch_size: 8, n_policy_iters: 1, n_aux_epochs: 1}",
         ),
+        "recurrent_ppo" => (
+            "CartPoleNoVel-v1",
+            "{n_steps: 16, batch_size: 16, n_epochs: 1, lstm_hidden_size: 8}",
+        ),
         "dqn" => (
             "CartPole-v1",
             "{learning_starts: 8, train_freq: 4, batch_size: 4}",

@@ -174,6 +174,10 @@ pub trait Algorithm {
     fn train(&mut self) -> Result<Metrics, RlError>;
     /// Actions (raw encoding) for one observation (raw encoding).
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError>;
+    /// Starts `predict` afresh: a recurrent policy forgets the state it carries between calls
+    /// (SB3's `episode_start`). [`evaluate`](Self::evaluate) calls it at every episode start;
+    /// stateless policies ignore it.
+    fn reset_predict_state(&mut self) {}
     /// Observation space the policy expects.
     fn observation_space(&self) -> &Space;
     /// Action space the policy produces.
@@ -215,6 +219,7 @@ pub trait Algorithm {
         let mut eps = Vec::with_capacity(n_episodes);
         for i in 0..n_episodes {
             env.reset(Some(seed.wrapping_add(i as u64)), None, &mut obs)?;
+            self.reset_predict_state();
             let (mut ret, mut len) = (0.0, 0usize);
             loop {
                 let a = self.predict(&obs, deterministic)?;

@@ -68,6 +68,11 @@ pub struct RolloutBuffer {
     pub advantages: Vec<f32>,
     /// Returns (advantages + values).
     pub returns: Vec<f32>,
+    /// Recurrent policies: floats of recurrent state per env (0 for feed-forward ones).
+    pub state_dim: usize,
+    /// Recurrent policies: the state each step started from, `[T·N × state_dim]` (zero where
+    /// an episode starts).
+    pub states: Vec<f32>,
     pos: usize,
 }
 
@@ -88,8 +93,24 @@ impl RolloutBuffer {
             log_probs: vec![0.0; n],
             advantages: vec![0.0; n],
             returns: vec![0.0; n],
+            state_dim: 0,
+            states: Vec::new(),
             pos: 0,
         }
+    }
+
+    /// Makes room for `state_dim` floats of recurrent state per step and env.
+    pub fn with_state_dim(mut self, state_dim: usize) -> Self {
+        self.state_dim = state_dim;
+        self.states = vec![0.0; self.len() * state_dim];
+        self
+    }
+
+    /// Stores the recurrent states the next step (the one [`add`](Self::add) stores next)
+    /// starts from, `[N × state_dim]`.
+    pub fn add_states(&mut self, states: &[f32]) {
+        let w = self.n_envs * self.state_dim;
+        self.states[self.pos * w..(self.pos + 1) * w].copy_from_slice(states);
     }
 
     /// Total number of transitions (`n_steps × n_envs`).

@@ -2,8 +2,8 @@
 //! draw actions, `predict`, checkpoints ([`OnPolicyCore`]), around a learner that implements
 //! [`OnPolicyLearner`]; [`OnPolicyAgent`] is the [`Algorithm`] of PPO, A2C and the others.
 
-use crate::policy::{ActorCritic, PolicyKwargs};
-use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, tensor2};
+use crate::policy::ActorCritic;
+use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, RolloutPolicy, tensor2};
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
 use rl_core::algorithm::{Algorithm, Learner};
 use rl_core::buffers::RolloutBuffer;
@@ -73,6 +73,10 @@ pub struct OnPolicyCore {
     pub act_space: Space,
     /// Inference device (the training device without autodiff).
     pub infer: Device,
+    /// Recurrent policies: the state `predict` carries from call to call.
+    pub predict_state: Vec<f32>,
+    /// Whether the next `predict` starts new episodes.
+    pub predict_reset: bool,
 }
 
 impl OnPolicyCore {
@@ -98,13 +102,15 @@ impl OnPolicyCore {
             obs_space,
             act_space,
             infer,
+            predict_state: Vec::new(),
+            predict_reset: true,
         })
     }
 
     /// Fills the buffer with `policy` (its inference copy) and computes GAE.
     pub fn collect(
         &mut self,
-        policy: &ActorCritic,
+        policy: &(impl RolloutPolicy + Module),
         gamma: f64,
         gae_lambda: f64,
         sde_sample_freq: i64,
@@ -142,16 +148,27 @@ impl OnPolicyCore {
     }
 
     /// Actions of `policy` for raw observations (deterministic: the mode), clipped to the
-    /// bounds of a Box action space.
+    /// bounds of a Box action space. A recurrent policy continues from the state the previous
+    /// call left (zero after [`reset_predict_state`](Self::reset_predict_state) or when the
+    /// number of observations changes).
     pub fn predict(
         &mut self,
-        policy: &ActorCritic,
+        policy: &(impl RolloutPolicy + Module),
         obs: &[f32],
         deterministic: bool,
     ) -> Result<Vec<f32>, RlError> {
         let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
+        let sd = policy.state_dim();
+        if self.predict_state.len() != n * sd {
+            self.predict_state = vec![0.0; n * sd];
+            self.predict_reset = true;
+        }
+        let starts = vec![self.predict_reset as u8 as f32; n];
+        self.predict_reset = false;
         let mut actions = policy.valid().sample_actions(
             tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
+            &mut self.predict_state,
+            &starts,
             &mut self.rng_predict,
             deterministic,
         );
@@ -190,16 +207,28 @@ impl OnPolicyCore {
 }
 
 /// The flat gradient of `actor loss + critic loss` and what each closure reports besides its
-/// loss. With separate networks the two losses reach disjoint parameters, so their forward
-/// and backward passes run on two cores at once (the gradient of the sum is the sum of the
-/// gradients); a shared trunk takes one backward pass of the sum.
+/// loss, for an [`ActorCritic`] (see [`split_grads`]).
 pub fn actor_critic_grads<A: Send, C: Send>(
     policy: &ActorCritic,
     device: &Device,
     actor: impl FnOnce() -> (Tensor<1>, A) + Send,
     critic: impl FnOnce() -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
-    if policy.vf.is_some() {
+    split_grads(policy, policy.vf.is_some(), device, actor, critic)
+}
+
+/// The flat gradient over `policy`'s parameters of `actor loss + critic loss` and what each
+/// closure reports besides its loss. When `separate` (the two losses reach disjoint
+/// parameters) their forward and backward passes run on two cores at once (the gradient of
+/// the sum is the sum of the gradients); otherwise one backward pass of the sum.
+pub fn split_grads<M: Module + Sync, A: Send, C: Send>(
+    policy: &M,
+    separate: bool,
+    device: &Device,
+    actor: impl FnOnce() -> (Tensor<1>, A) + Send,
+    critic: impl FnOnce() -> (Tensor<1>, C) + Send,
+) -> (Tensor<1>, A, C) {
+    if separate {
         let ((ga, a), (gc, c)) = rayon::join(
             || {
                 let (l, a) = actor();
@@ -228,13 +257,21 @@ pub type LearnerFiles = (Vec<(&'static str, Vec<u8>)>, Map<String, Value>);
 pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     /// The hyperparameters (`algo_kwargs`).
     type Config: AlgoConfig + Serialize + Clone;
+    /// The policy network ([`ActorCritic`] or a recurrent one).
+    type Policy: Module + RolloutPolicy + Sync;
     /// The algorithm's name in configs and checkpoints.
     const NAME: &'static str;
 
     /// `(n_steps, gamma, gae_lambda)` of the rollouts.
     fn rollout_settings(cfg: &Self::Config) -> (usize, f64, f64);
-    /// The policy network's settings.
-    fn policy_kwargs(cfg: &Self::Config) -> &PolicyKwargs;
+    /// A fresh policy network for the spaces, initialized from `rng`.
+    fn make_policy(
+        cfg: &Self::Config,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self::Policy, String>;
     /// gSDE: `Some(sde_sample_freq)` when the config asks for it (`use_sde`), else None.
     fn sde(_cfg: &Self::Config) -> Option<i64> {
         None
@@ -244,11 +281,11 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
         Ok(())
     }
     /// A learner for a fresh `policy` on the autodiff `device`.
-    fn build(cfg: Self::Config, policy: ActorCritic, device: Device, run: &RunConfig) -> Self;
+    fn build(cfg: Self::Config, policy: Self::Policy, device: Device, run: &RunConfig) -> Self;
     /// The hyperparameters.
     fn config(&self) -> &Self::Config;
     /// The policy network.
-    fn policy(&self) -> &ActorCritic;
+    fn policy(&self) -> &Self::Policy;
     /// Tells the learner where training stands, for its schedules.
     fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64);
     /// Its checkpoint files and `state.json` entries.
@@ -260,7 +297,7 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
 /// `model.safetensors` and `optimizer.safetensors` (state under `prefix`) for a learner with
 /// one policy and one optimizer; `optimizer_steps` goes to `state.json`.
 pub fn save_policy_and_optimizer(
-    policy: &ActorCritic,
+    policy: &impl Module,
     opt: &FlatOptimizer,
     prefix: &str,
 ) -> LearnerFiles {
@@ -281,10 +318,10 @@ pub fn save_policy_and_optimizer(
 }
 
 /// Reads what [`save_policy_and_optimizer`] wrote into `policy` and `opt`.
-pub fn load_policy_and_optimizer(
+pub fn load_policy_and_optimizer<M: Module>(
     ck: &Checkpoint,
     state: &Map<String, Value>,
-    policy: &mut ActorCritic,
+    policy: &mut M,
     opt: &mut FlatOptimizer,
     prefix: &str,
     device: &Device,
@@ -307,7 +344,7 @@ pub fn load_policy_and_optimizer(
 
 /// [`save_policy_and_optimizer`] plus the minibatch generator (`rng_batch` in `state.json`).
 pub fn save_with_minibatch_rng(
-    policy: &ActorCritic,
+    policy: &impl Module,
     opt: &FlatOptimizer,
     prefix: &str,
     rng_batch: &Rng,
@@ -321,10 +358,10 @@ pub fn save_with_minibatch_rng(
 }
 
 /// Reads what [`save_with_minibatch_rng`] wrote; returns the minibatch generator.
-pub fn load_with_minibatch_rng(
+pub fn load_with_minibatch_rng<M: Module>(
     ck: &Checkpoint,
     state: &Map<String, Value>,
-    policy: &mut ActorCritic,
+    policy: &mut M,
     opt: &mut FlatOptimizer,
     prefix: &str,
     device: &Device,
@@ -373,14 +410,13 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let device = device.clone().autodiff();
         let (n_steps, _, _) = L::rollout_settings(&cfg);
-        let core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
+        let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
         L::check_action_space(&core.act_space)
             .map_err(|e| RlError::Config(format!("{}: {e}", run.env_id)))?;
-        let policy = ActorCritic::with_sde(
+        let policy = L::make_policy(
+            &cfg,
             &core.obs_space,
             &core.act_space,
-            L::policy_kwargs(&cfg),
-            L::sde(&cfg).is_some(),
             &mut Rng::for_stream(run.seed, "init"),
             &device,
         )
@@ -391,6 +427,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
                 e
             })
         })?;
+        core.collector.set_state_dim(policy.state_dim());
         Ok(Self {
             learner: L::build(cfg, policy, device, run),
             core,
@@ -413,7 +450,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
     }
 
     /// The policy network.
-    pub fn policy(&self) -> &ActorCritic {
+    pub fn policy(&self) -> &L::Policy {
         self.learner.policy()
     }
 
@@ -455,6 +492,10 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
         self.core.predict(self.learner.policy(), obs, deterministic)
     }
 
+    fn reset_predict_state(&mut self) {
+        self.core.predict_reset = true;
+    }
+
     fn save(&self, dir: &Path) -> Result<(), RlError> {
         let (mut files, learner) = self.learner.save_state();
         let state = SavedState {
@@ -485,12 +526,26 @@ pub use rl_core as __rl_core;
 macro_rules! learner_accessors {
     ($cfg:ty) => {
         type Config = $cfg;
+        type Policy = $crate::ActorCritic;
 
         fn rollout_settings(cfg: &$cfg) -> (usize, f64, f64) {
             (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
         }
-        fn policy_kwargs(cfg: &$cfg) -> &$crate::PolicyKwargs {
-            &cfg.policy_kwargs
+        fn make_policy(
+            cfg: &$cfg,
+            obs_space: &$crate::agent::__rl_core::Space,
+            act_space: &$crate::agent::__rl_core::Space,
+            rng: &mut $crate::agent::__rl_core::Rng,
+            device: &$crate::agent::__rl_core::burn::tensor::Device,
+        ) -> Result<$crate::ActorCritic, String> {
+            $crate::ActorCritic::with_sde(
+                obs_space,
+                act_space,
+                &cfg.policy_kwargs,
+                cfg.use_sde,
+                rng,
+                device,
+            )
         }
         fn config(&self) -> &$cfg {
             &self.cfg

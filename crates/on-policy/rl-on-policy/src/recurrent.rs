@@ -2,18 +2,20 @@
 //! observations for the actor, a second one for the critic (or the actor's, detached, when
 //! `shared_lstm`), then the MLP trunks and heads of an [`ActorCritic`] on the LSTM outputs.
 //!
-//! Two ways through it: [`RecurrentActorCritic::step`] advances the recurrent states by one env
-//! step (collection), resetting them where an episode starts; [`forward_sequences`]
-//! (RecurrentActorCritic::forward_sequences) runs whole padded sequences from stored initial
-//! states (training). burn's `Lstm::forward` starts from one state per sequence, so sequences
+//! Two ways through it: [`RolloutPolicy::step`] advances the recurrent states by one env
+//! step (collection, `predict`), resetting them where an episode starts;
+//! [`forward_sequences`](RecurrentActorCritic::forward_sequences) runs whole padded sequences
+//! from stored initial states (training). burn's `Lstm::forward` starts from one state per sequence, so sequences
 //! are cut at episode starts ([`rl_core::sequences`]) rather than reset inside.
 
-use crate::policy::{ActorCritic, PolicyKwargs};
+use crate::policy::{ActorCritic, PolicyKwargs, PolicyOutput, SdeNoise};
+use crate::rollout::{RolloutPolicy, reset_rows};
 use rl_core::batch::{host, tensor2};
 use rl_core::burn;
 use rl_core::burn::module::Module;
 use rl_core::burn::nn::{Initializer, Lstm, LstmConfig, LstmState};
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
+use rl_core::distributions::DistKind;
 use rl_core::params::{num_params, set_flat};
 use rl_core::{Rng, Space};
 
@@ -34,64 +36,15 @@ pub fn lstm_torch_default(d_input: usize, d_hidden: usize, rng: &mut Rng, device
     )
 }
 
-/// Recurrent states of a batch of envs or sequences, host side: `[n × hidden]` each.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostLstmState {
-    /// Actor LSTM `(cell, hidden)`.
-    pub pi: (Vec<f32>, Vec<f32>),
-    /// Critic LSTM `(cell, hidden)` (empty without a critic LSTM).
-    pub vf: (Vec<f32>, Vec<f32>),
-}
-
-impl HostLstmState {
-    /// Zero states for `n` rows of `hidden` units (`critic`: with a critic LSTM).
-    pub fn zeros(n: usize, hidden: usize, critic: bool) -> Self {
-        let z = vec![0.0; n * hidden];
-        let vf = if critic {
-            (z.clone(), z.clone())
-        } else {
-            Default::default()
-        };
-        Self {
-            pi: (z.clone(), z),
-            vf,
-        }
-    }
-
-    /// Rows `rows` (in that order) of these states.
-    pub fn gather(&self, rows: &[usize], hidden: usize) -> Self {
-        let g = |v: &[f32]| -> Vec<f32> {
-            if v.is_empty() {
-                return Vec::new();
-            }
-            rows.iter()
-                .flat_map(|&r| v[r * hidden..(r + 1) * hidden].iter().copied())
-                .collect()
-        };
-        Self {
-            pi: (g(&self.pi.0), g(&self.pi.1)),
-            vf: (g(&self.vf.0), g(&self.vf.1)),
-        }
-    }
-}
-
-/// What one recurrent pass gives.
-pub struct RecurrentOutput {
-    /// Logits or means `[N, param_dim]`.
-    pub params: Tensor<2>,
-    /// Gaussian `log_std` (`[1, dim]`, or `[N, dim]` with gSDE).
-    pub log_std: Option<Tensor<2>>,
-    /// Value estimates `[N]`.
-    pub values: Tensor<1>,
-}
-
-/// The recurrent actor-critic.
+/// The recurrent actor-critic. Each env's recurrent state is one flat row: for every actor
+/// LSTM layer its cell then hidden state (`hidden` floats each), then the same for the
+/// critic's layers when it has its own LSTM.
 #[derive(Module, Debug)]
 pub struct RecurrentActorCritic {
-    /// The actor's LSTM.
-    pub lstm_pi: Lstm,
-    /// The critic's LSTM (None: the critic reads the actor's LSTM output, detached).
-    pub lstm_vf: Option<Lstm>,
+    /// The actor's LSTM layers.
+    pub lstm_pi: Vec<Lstm>,
+    /// The critic's LSTM layers (empty: the critic reads the actor's LSTM output, detached).
+    pub lstm_vf: Vec<Lstm>,
     /// MLP trunks and heads on the LSTM outputs.
     pub ac: ActorCritic,
     /// LSTM units.
@@ -100,22 +53,31 @@ pub struct RecurrentActorCritic {
 }
 
 impl RecurrentActorCritic {
-    /// A policy for `obs_space` (flattened) and `action_space` with `hidden` LSTM units and a
-    /// critic LSTM unless `shared_lstm`; the MLP part as [`ActorCritic`] with `kw`.
+    /// A policy for `obs_space` (flattened) and `action_space` with `layers` LSTM layers of
+    /// `hidden` units, and a critic LSTM unless `shared_lstm`; the MLP part as
+    /// [`ActorCritic`] with `kw`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         obs_space: &Space,
         action_space: &Space,
         kw: &PolicyKwargs,
         hidden: usize,
+        layers: usize,
         shared_lstm: bool,
         use_sde: bool,
         rng: &mut Rng,
         device: &Device,
     ) -> Result<Self, String> {
         let d_in = obs_space.flat_dim();
-        let lstm_pi = lstm_torch_default(d_in, hidden, rng, device);
-        let lstm_vf = (!shared_lstm).then(|| lstm_torch_default(d_in, hidden, rng, device));
+        let stack = |rng: &mut Rng| -> Vec<Lstm> {
+            (0..layers.max(1))
+                .map(|l| {
+                    lstm_torch_default(if l == 0 { d_in } else { hidden }, hidden, rng, device)
+                })
+                .collect()
+        };
+        let lstm_pi = stack(rng);
+        let lstm_vf = if shared_lstm { Vec::new() } else { stack(rng) };
         let latent = Space::boxed(vec![-1.0; hidden], vec![1.0; hidden]);
         let ac = ActorCritic::with_sde(&latent, action_space, kw, use_sde, rng, device)?;
         Ok(Self {
@@ -126,86 +88,152 @@ impl RecurrentActorCritic {
         })
     }
 
-    fn state(&self, s: &(Vec<f32>, Vec<f32>), n: usize, device: &Device) -> Option<LstmState<2>> {
-        (!s.0.is_empty()).then(|| {
-            LstmState::new(
-                tensor2(s.0.clone(), n, self.hidden, device),
-                tensor2(s.1.clone(), n, self.hidden, device),
-            )
-        })
+    /// Floats of state per env in the actor's stack.
+    fn pi_dim(&self) -> usize {
+        2 * self.hidden * self.lstm_pi.len()
     }
 
-    /// The heads on the LSTM outputs `[N, hidden]` (`h_vf`: the critic's; None = the
-    /// actor's, detached).
-    fn heads(&self, h_pi: Tensor<2>, h_vf: Option<Tensor<2>>) -> RecurrentOutput {
-        let latent_pi = self.ac.pi.forward(h_pi.clone());
-        let h_vf = h_vf.unwrap_or_else(|| h_pi.detach());
+    /// Runs the layers `stack` over `x` `[n, T, d]` from the states in columns
+    /// `offset..` of `state` `[n, state_dim]`; returns the last layer's outputs
+    /// `[n·T, hidden]` and the final `(cell, hidden)` of every layer.
+    fn run_stack(
+        &self,
+        stack: &[Lstm],
+        mut x: Tensor<3>,
+        state: &Tensor<2>,
+        offset: usize,
+    ) -> (Tensor<2>, Vec<Tensor<2>>) {
+        let h = self.hidden;
+        let [n, t, _] = x.dims();
+        let mut finals = Vec::with_capacity(2 * stack.len());
+        for (l, lstm) in stack.iter().enumerate() {
+            let o = offset + 2 * l * h;
+            let init = LstmState::new(
+                state.clone().narrow(1, o, h),
+                state.clone().narrow(1, o + h, h),
+            );
+            let (out, st) = lstm.forward(x, Some(init));
+            finals.push(st.cell);
+            finals.push(st.hidden);
+            x = out;
+        }
+        (x.reshape([n * t, h]), finals)
+    }
+
+    /// The actor's outputs `(params, log_std, latent)` on its LSTM output `h_pi`.
+    fn actor_heads(&self, h_pi: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>, Tensor<2>) {
+        let latent_pi = self.ac.pi.forward(h_pi);
+        let log_std = self.ac.dist_log_std(&latent_pi);
+        (
+            self.ac.action_net.forward(latent_pi.clone()),
+            log_std,
+            latent_pi,
+        )
+    }
+
+    /// Values `[N]` from the critic's LSTM output (or the actor's, detached).
+    fn critic_head(&self, h_vf: Tensor<2>) -> Tensor<1> {
         let latent_vf = match &self.ac.vf {
             Some(vf) => vf.forward(h_vf),
             None => self.ac.pi.forward(h_vf),
         };
-        RecurrentOutput {
-            log_std: self.ac.dist_log_std(&latent_pi),
-            params: self.ac.action_net.forward(latent_pi),
-            values: self.ac.value_net.forward(latent_vf).squeeze_dim::<1>(1),
+        self.ac.value_net.forward(latent_vf).squeeze_dim::<1>(1)
+    }
+
+    /// The critic's LSTM output for `x` (the actor's, detached, without a critic LSTM).
+    fn critic_lstm(&self, x: Tensor<3>, state: &Tensor<2>) -> (Tensor<2>, Vec<Tensor<2>>) {
+        if self.lstm_vf.is_empty() {
+            (
+                self.run_stack(&self.lstm_pi, x, state, 0).0.detach(),
+                Vec::new(),
+            )
+        } else {
+            self.run_stack(&self.lstm_vf, x, state, self.pi_dim())
         }
     }
 
-    /// One env step for `n` envs: resets the states where `episode_starts` is 1, advances
-    /// them with `obs` `[n, obs_dim]`, and returns the outputs and the new states.
-    pub fn step(
-        &self,
-        obs: Tensor<2>,
-        state: &HostLstmState,
-        episode_starts: &[f32],
-    ) -> (RecurrentOutput, HostLstmState) {
-        let device = obs.device();
-        let [n, d] = obs.dims();
-        let h = self.hidden;
-        // A new episode starts from the zero state, whatever the previous one left.
-        let keep = |v: &[f32]| -> Vec<f32> {
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| x * (1.0 - episode_starts[i / h]))
-                .collect()
-        };
-        let reset = |s: &(Vec<f32>, Vec<f32>)| (keep(&s.0), keep(&s.1));
-        let (spi, svf) = (reset(&state.pi), reset(&state.vf));
-        let x = obs.reshape([n, 1, d]);
-        let (out_pi, st_pi) = self
-            .lstm_pi
-            .forward(x.clone(), self.state(&spi, n, &device));
-        let (out_vf, st_vf) = match &self.lstm_vf {
-            Some(l) => {
-                let (o, s) = l.forward(x, self.state(&svf, n, &device));
-                (Some(o.reshape([n, h])), Some(s))
-            }
-            None => (None, None),
-        };
-        let out = self.heads(out_pi.reshape([n, h]), out_vf);
-        let to_host = |s: LstmState<2>| (host(s.cell), host(s.hidden));
-        let next = HostLstmState {
-            pi: to_host(st_pi),
-            vf: st_vf.map(to_host).unwrap_or_default(),
-        };
-        (out, next)
+    /// Actor outputs for whole sequences `[S, T, obs_dim]` from initial states `init`
+    /// (`[S × state_dim]`): `(params, log_std)` for all `S × T` steps, sequence-major.
+    pub fn actor_sequences(&self, obs: Tensor<3>, init: &[f32]) -> (Tensor<2>, Option<Tensor<2>>) {
+        let st = self.state_tensor(init, obs.dims()[0], &obs.device());
+        let (h_pi, _) = self.run_stack(&self.lstm_pi, obs, &st, 0);
+        let (params, log_std, _) = self.actor_heads(h_pi);
+        (params, log_std)
     }
 
-    /// Whole sequences `[S, T, obs_dim]` from initial states `init` (`S` rows); outputs for
-    /// all `S × T` steps, sequence-major (padded steps included: mask them in the loss).
-    pub fn forward_sequences(&self, obs: Tensor<3>, init: &HostLstmState) -> RecurrentOutput {
+    /// Values `[S·T]` for whole sequences, as [`actor_sequences`](Self::actor_sequences).
+    pub fn critic_sequences(&self, obs: Tensor<3>, init: &[f32]) -> Tensor<1> {
+        let st = self.state_tensor(init, obs.dims()[0], &obs.device());
+        self.critic_head(self.critic_lstm(obs, &st).0)
+    }
+
+    /// Both outputs for whole sequences (padded steps included: mask them in the loss).
+    pub fn forward_sequences(&self, obs: Tensor<3>, init: &[f32]) -> PolicyOutput {
+        let st = self.state_tensor(init, obs.dims()[0], &obs.device());
+        let (h_pi, _) = self.run_stack(&self.lstm_pi, obs.clone(), &st, 0);
+        let h_vf = if self.lstm_vf.is_empty() {
+            h_pi.clone().detach()
+        } else {
+            self.run_stack(&self.lstm_vf, obs, &st, self.pi_dim()).0
+        };
+        let (params, log_std, latent) = self.actor_heads(h_pi);
+        PolicyOutput {
+            params,
+            log_std,
+            values: self.critic_head(h_vf),
+            latent_sde: self.ac.sde.map(|_| latent.detach()),
+        }
+    }
+
+    fn state_tensor(&self, state: &[f32], n: usize, device: &Device) -> Tensor<2> {
+        tensor2(state.to_vec(), n, RolloutPolicy::state_dim(self), device)
+    }
+}
+
+impl RolloutPolicy for RecurrentActorCritic {
+    fn state_dim(&self) -> usize {
+        2 * self.hidden * (self.lstm_pi.len() + self.lstm_vf.len())
+    }
+
+    fn step(&self, obs: Tensor<2>, state: &mut [f32], episode_starts: &[f32]) -> PolicyOutput {
         let device = obs.device();
-        let [s, t, _] = obs.dims();
-        let h = self.hidden;
-        let (out_pi, _) = self
-            .lstm_pi
-            .forward(obs.clone(), self.state(&init.pi, s, &device));
-        let out_vf = self.lstm_vf.as_ref().map(|l| {
-            l.forward(obs, self.state(&init.vf, s, &device))
-                .0
-                .reshape([s * t, h])
-        });
-        self.heads(out_pi.reshape([s * t, h]), out_vf)
+        let [n, d] = obs.dims();
+        // A new episode starts from the zero state, whatever the previous one left.
+        reset_rows(state, episode_starts, RolloutPolicy::state_dim(self));
+        let st = self.state_tensor(state, n, &device);
+        let x = obs.reshape([n, 1, d]);
+        let (h_pi, mut finals) = self.run_stack(&self.lstm_pi, x.clone(), &st, 0);
+        let h_vf = if self.lstm_vf.is_empty() {
+            h_pi.clone().detach()
+        } else {
+            let (h, f) = self.run_stack(&self.lstm_vf, x, &st, self.pi_dim());
+            finals.extend(f);
+            h
+        };
+        state.copy_from_slice(&host(Tensor::cat(finals, 1)));
+        let (params, log_std, latent) = self.actor_heads(h_pi);
+        PolicyOutput {
+            params,
+            log_std,
+            values: self.critic_head(h_vf),
+            latent_sde: self.ac.sde.map(|_| latent.detach()),
+        }
+    }
+
+    fn values_from(&self, obs: Tensor<2>, state: &[f32], episode_starts: &[f32]) -> Vec<f32> {
+        let [n, d] = obs.dims();
+        let mut state = state.to_vec();
+        reset_rows(&mut state, episode_starts, RolloutPolicy::state_dim(self));
+        let st = self.state_tensor(&state, n, &obs.device());
+        host(self.critic_head(self.critic_lstm(obs.reshape([n, 1, d]), &st).0))
+    }
+
+    fn dist(&self) -> &DistKind {
+        &self.ac.dist
+    }
+
+    fn sde_noise(&self, rows_times_dim: usize, rng: &mut Rng) -> Option<SdeNoise> {
+        self.ac.sde_noise(rows_times_dim, rng)
     }
 }
 

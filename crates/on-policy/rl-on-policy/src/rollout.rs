@@ -2,14 +2,95 @@
 //! fills a [`RolloutBuffer`], bootstraps truncated episodes from their true final
 //! observation, and computes GAE.
 
-use crate::policy::ActorCritic;
+use crate::policy::{ActorCritic, PolicyOutput, SdeNoise};
 use rl_core::Rng;
 pub use rl_core::batch::{flatten_batch, host, tensor2};
 use rl_core::buffers::RolloutBuffer;
-use rl_core::burn::tensor::Device;
+use rl_core::burn::tensor::{Device, Tensor};
+use rl_core::distributions::DistKind;
 use rl_core::env::EnvError;
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use serde::{Deserialize, Serialize};
+
+/// What collection and `predict` need from a policy network: feed-forward
+/// ([`ActorCritic`]) or recurrent, whose per-env state the caller keeps as flat rows of
+/// [`state_dim`](Self::state_dim) floats.
+pub trait RolloutPolicy {
+    /// Floats of recurrent state per env (0: none).
+    fn state_dim(&self) -> usize {
+        0
+    }
+    /// Outputs for the observations `obs` `[n, d]` of `n` envs. A recurrent policy first
+    /// zeroes the rows of `state` (`[n × state_dim]`) whose `episode_starts` is 1, then
+    /// advances them by this step.
+    fn step(&self, obs: Tensor<2>, state: &mut [f32], episode_starts: &[f32]) -> PolicyOutput;
+    /// Values `[n]` of `obs` continuing from `state` (not changed), with the same resets.
+    fn values_from(&self, obs: Tensor<2>, state: &[f32], episode_starts: &[f32]) -> Vec<f32>;
+    /// The action distribution.
+    fn dist(&self) -> &DistKind;
+    /// gSDE exploration matrices for `rows_times_dim / act_dim` envs (None without gSDE).
+    fn sde_noise(&self, rows_times_dim: usize, rng: &mut Rng) -> Option<SdeNoise>;
+
+    /// Raw actions (not clipped) for `obs`, drawn with `rng` (the mode when
+    /// `deterministic`), advancing `state` as [`step`](Self::step).
+    fn sample_actions(
+        &self,
+        obs: Tensor<2>,
+        state: &mut [f32],
+        episode_starts: &[f32],
+        rng: &mut Rng,
+        deterministic: bool,
+    ) -> Vec<f32> {
+        let out = self.step(obs, state, episode_starts);
+        let params = host(out.params);
+        if let (Some(noise), Some(latent)) = (self.sde_noise(params.len(), rng), out.latent_sde) {
+            return noise.act(&params, &host(latent), deterministic).0;
+        }
+        // Without gSDE the log-std is one state-independent row `[1, dim]`.
+        let log_std = out.log_std.map(host).unwrap_or_default();
+        let mut actions = Vec::new();
+        self.dist()
+            .sample(&params, &log_std, rng, deterministic, &mut actions);
+        actions
+    }
+}
+
+impl RolloutPolicy for ActorCritic {
+    fn step(&self, obs: Tensor<2>, _state: &mut [f32], _starts: &[f32]) -> PolicyOutput {
+        self.forward(obs)
+    }
+    fn values_from(&self, obs: Tensor<2>, _state: &[f32], _starts: &[f32]) -> Vec<f32> {
+        host(self.values(obs))
+    }
+    fn dist(&self) -> &DistKind {
+        &self.dist
+    }
+    fn sde_noise(&self, rows_times_dim: usize, rng: &mut Rng) -> Option<SdeNoise> {
+        ActorCritic::sde_noise(self, rows_times_dim, rng)
+    }
+    fn sample_actions(
+        &self,
+        obs: Tensor<2>,
+        _state: &mut [f32],
+        _starts: &[f32],
+        rng: &mut Rng,
+        deterministic: bool,
+    ) -> Vec<f32> {
+        ActorCritic::sample_actions(self, obs, rng, deterministic)
+    }
+}
+
+/// Zeroes the rows (`dim` floats each) of `state` whose `episode_starts` is 1.
+pub fn reset_rows(state: &mut [f32], episode_starts: &[f32], dim: usize) {
+    if dim == 0 {
+        return;
+    }
+    for (row, &s) in state.chunks_mut(dim).zip(episode_starts) {
+        if s > 0.5 {
+            row.fill(0.0);
+        }
+    }
+}
 
 /// State of the collector that must survive a checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,6 +101,9 @@ pub struct CollectorState {
     pub last_episode_starts: Vec<f32>,
     /// Env snapshots.
     pub envs: Vec<serde_json::Value>,
+    /// Recurrent policies: each env's state after its last step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<f32>,
 }
 
 /// Collects rollouts from a vector env.
@@ -30,6 +114,7 @@ pub struct RolloutCollector {
     pub buffer: RolloutBuffer,
     last_obs: Vec<f32>,
     last_episode_starts: Vec<f32>,
+    last_states: Vec<f32>,
     flat: Vec<f32>,
 }
 
@@ -56,8 +141,18 @@ impl RolloutCollector {
             buffer,
             last_obs,
             last_episode_starts: vec![1.0; n],
+            last_states: Vec::new(),
             flat: Vec::new(),
         })
+    }
+
+    /// Keeps `state_dim` floats of recurrent state per env (zero at first), stored with every
+    /// step in the buffer.
+    pub fn set_state_dim(&mut self, state_dim: usize) {
+        let n = self.env.num_envs();
+        self.last_states = vec![0.0; n * state_dim];
+        self.buffer = std::mem::replace(&mut self.buffer, RolloutBuffer::new(0, 0, 0, 0))
+            .with_state_dim(state_dim);
     }
 
     /// Saves what resuming needs.
@@ -66,6 +161,7 @@ impl RolloutCollector {
             last_obs: self.last_obs.clone(),
             last_episode_starts: self.last_episode_starts.clone(),
             envs: self.env.snapshots()?,
+            states: self.last_states.clone(),
         })
     }
 
@@ -75,25 +171,33 @@ impl RolloutCollector {
         if s.envs.len() != n
             || s.last_obs.len() != self.last_obs.len()
             || s.last_episode_starts.len() != n
+            || s.states.len() != self.last_states.len()
         {
             return Err(EnvError::InvalidState {
                 env: self.env.envs()[0].id().to_string(),
-                reason: format!("checkpoint holds {} envs, the run has {n}", s.envs.len()),
+                reason: format!(
+                    "checkpoint holds {} envs and {} recurrent-state floats, the run has {n} and {}",
+                    s.envs.len(),
+                    s.states.len(),
+                    self.last_states.len()
+                ),
             });
         }
         self.env.restore_snapshots(&s.envs)?;
         self.last_obs.clone_from(&s.last_obs);
         self.last_episode_starts.clone_from(&s.last_episode_starts);
+        self.last_states.clone_from(&s.states);
         Ok(())
     }
 
     /// Fills the buffer with `n_steps` steps of every env using `policy` (inference device),
     /// drawing actions from `rng`, then computes advantages and returns. A gSDE policy draws
     /// its exploration matrices at the start and every `sde_sample_freq` steps when that is
-    /// positive (SB3's `collect_rollouts`).
+    /// positive (SB3's `collect_rollouts`). A recurrent policy's states advance step by step
+    /// and reset where episodes start; the buffer keeps the state each step started from.
     pub fn collect(
         &mut self,
-        policy: &ActorCritic,
+        policy: &impl RolloutPolicy,
         device: &Device,
         rng: &mut Rng,
         gamma: f32,
@@ -122,7 +226,16 @@ impl RolloutCollector {
                 noise = policy.sde_noise(n * act_dim, rng);
             }
             flatten_batch(&space, &self.last_obs, &mut self.flat);
-            let out = policy.forward(tensor2(self.flat.clone(), n, flat_dim, device));
+            let sd = self.buffer.state_dim;
+            reset_rows(&mut self.last_states, &self.last_episode_starts, sd);
+            if sd > 0 {
+                self.buffer.add_states(&self.last_states);
+            }
+            let out = policy.step(
+                tensor2(self.flat.clone(), n, flat_dim, device),
+                &mut self.last_states,
+                &self.last_episode_starts,
+            );
             let params = host(out.params);
             let values = host(out.values);
             actions.clear();
@@ -135,7 +248,7 @@ impl RolloutCollector {
                 _ => {
                     let log_std = out.log_std.map(host).unwrap_or_default();
                     policy
-                        .dist
+                        .dist()
                         .sample(&params, &log_std, rng, false, &mut actions)
                 }
             };
@@ -170,7 +283,17 @@ impl RolloutCollector {
                 }
                 let mut flat = Vec::new();
                 flatten_batch(&space, &raw, &mut flat);
-                let v = host(policy.values(tensor2(flat, trunc_envs.len(), flat_dim, device)));
+                // A recurrent critic continues from the state this step left.
+                let sd = self.buffer.state_dim;
+                let states: Vec<f32> = trunc_envs
+                    .iter()
+                    .flat_map(|&e| self.last_states[e * sd..(e + 1) * sd].iter().copied())
+                    .collect();
+                let v = policy.values_from(
+                    tensor2(flat, trunc_envs.len(), flat_dim, device),
+                    &states,
+                    &vec![0.0; trunc_envs.len()],
+                );
                 for (k, &e) in trunc_envs.iter().enumerate() {
                     rewards[e] += gamma * v[k];
                 }
@@ -188,7 +311,11 @@ impl RolloutCollector {
             info.episodes.extend(self.env.drain_episodes());
         }
         flatten_batch(&space, &self.last_obs, &mut self.flat);
-        let last_values = host(policy.values(tensor2(self.flat.clone(), n, flat_dim, device)));
+        let last_values = policy.values_from(
+            tensor2(self.flat.clone(), n, flat_dim, device),
+            &self.last_states,
+            &dones,
+        );
         self.buffer
             .compute_returns_and_advantage(&last_values, &dones, gamma, gae_lambda);
         Ok(info)

@@ -6,17 +6,23 @@ use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::params::{flat_grads, to_vec1};
 use rl_core::{Rng, Space};
 use rl_on_policy::PolicyKwargs;
-use rl_on_policy::recurrent::{HostLstmState, RecurrentActorCritic, masked_mean};
+use rl_on_policy::recurrent::{RecurrentActorCritic, masked_mean};
+use rl_on_policy::rollout::RolloutPolicy;
 
 const D: usize = 3;
 const H: usize = 8;
 
 fn policy(shared: bool, device: &Device) -> RecurrentActorCritic {
+    policy_layers(shared, 1, device)
+}
+
+fn policy_layers(shared: bool, layers: usize, device: &Device) -> RecurrentActorCritic {
     RecurrentActorCritic::new(
         &Space::boxed(vec![-1.0; D], vec![1.0; D]),
         &Space::discrete(2),
         &PolicyKwargs::default(),
         H,
+        layers,
         shared,
         false,
         &mut Rng::seed_from(2),
@@ -33,15 +39,27 @@ fn obs(n: usize, k: usize) -> Vec<f32> {
 
 #[test]
 fn states_reset_at_episode_starts_and_carry_otherwise() {
-    for shared in [false, true] {
+    for (shared, layers) in [(false, 1), (true, 1), (false, 2)] {
         let dev = Device::flex();
-        let p = policy(shared, &dev);
-        let zero = HostLstmState::zeros(2, H, !shared);
-        let (_, s1) = p.step(tensor2(obs(2, 0), 2, D, &dev), &zero, &[1.0, 1.0]);
-        assert_ne!(s1.pi.1, zero.pi.1, "the first step moves the state");
+        let p = policy_layers(shared, layers, &dev);
+        let sd = p.state_dim();
+        assert_eq!(sd, 2 * H * layers * if shared { 1 } else { 2 });
+        let zero = vec![0.0f32; 2 * sd];
+        let mut s1 = zero.clone();
+        p.step(tensor2(obs(2, 0), 2, D, &dev), &mut s1, &[1.0, 1.0]);
+        assert!(
+            s1[..sd].iter().all(|&x| x != 0.0),
+            "the first step moves every state"
+        );
         // Env 0 starts a new episode, env 1 continues.
-        let (out, _) = p.step(tensor2(obs(2, 1), 2, D, &dev), &s1, &[1.0, 0.0]);
-        let (fresh, _) = p.step(tensor2(obs(2, 1), 2, D, &dev), &zero, &[1.0, 1.0]);
+        let out = p.step(tensor2(obs(2, 1), 2, D, &dev), &mut s1.clone(), &[1.0, 0.0]);
+        let fresh = p.step(
+            tensor2(obs(2, 1), 2, D, &dev),
+            &mut zero.clone(),
+            &[1.0, 1.0],
+        );
+        // The values path agrees with the step's.
+        let v = p.values_from(tensor2(obs(2, 1), 2, D, &dev), &s1, &[1.0, 0.0]);
         let (a, b) = (host(out.params), host(fresh.params));
         let (va, vb) = (host(out.values), host(fresh.values));
         assert_eq!(
@@ -54,29 +72,47 @@ fn states_reset_at_episode_starts_and_carry_otherwise() {
             "shared {shared}: env 0's critic kept its old state"
         );
         assert_ne!(&a[2..], &b[2..], "shared {shared}: env 1 lost its state");
+        assert_ne!(
+            va[1], vb[1],
+            "shared {shared}: env 1's critic lost its state"
+        );
+        assert_eq!(v, va, "values_from differs from step");
     }
 }
 
 #[test]
 fn stepping_equals_running_the_sequence() {
     let dev = Device::flex();
-    let p = policy(false, &dev);
+    let p = policy_layers(false, 2, &dev);
     let t = 5;
-    let mut state = HostLstmState::zeros(1, H, true);
+    // Start from a non-zero state: the one two steps leave.
+    let mut state = vec![0.0f32; p.state_dim()];
+    for k in 0..2 {
+        p.step(tensor2(obs(1, 10 + k), 1, D, &dev), &mut state, &[0.0]);
+    }
+    let init = state.clone();
     let (mut params, mut values) = (Vec::new(), Vec::new());
     let xs: Vec<Vec<f32>> = (0..t).map(|k| obs(1, k)).collect();
-    for (k, x) in xs.iter().enumerate() {
-        let start = if k == 0 { 1.0 } else { 0.0 };
-        let (o, s) = p.step(tensor2(x.clone(), 1, D, &dev), &state, &[start]);
+    for x in &xs {
+        let o = p.step(tensor2(x.clone(), 1, D, &dev), &mut state, &[0.0]);
         params.extend(host(o.params));
         values.extend(host(o.values));
-        state = s;
     }
     let seq: Vec<f32> = xs.concat();
     let o = p.forward_sequences(
-        Tensor::from_data(TensorData::new(seq, [1, t, D]), &dev),
-        &HostLstmState::zeros(1, H, true),
+        Tensor::from_data(TensorData::new(seq.clone(), [1, t, D]), &dev),
+        &init,
     );
+    let (actor, _) = p.actor_sequences(
+        Tensor::from_data(TensorData::new(seq.clone(), [1, t, D]), &dev),
+        &init,
+    );
+    let critic = p.critic_sequences(
+        Tensor::from_data(TensorData::new(seq, [1, t, D]), &dev),
+        &init,
+    );
+    assert_eq!(host(actor), host(o.params.clone()));
+    assert_eq!(host(critic), host(o.values.clone()));
     for (a, b) in params.iter().zip(host(o.params)) {
         assert!((a - b).abs() < 1e-5, "{a} vs {b}");
     }
@@ -103,7 +139,7 @@ fn padded_steps_contribute_nothing_to_the_loss_or_gradient() {
                 returns[i] = pad * 100.0;
             }
         }
-        let init = HostLstmState::zeros(s, H, true);
+        let init = vec![0.0f32; s * p.state_dim()];
         let o = p.forward_sequences(
             Tensor::from_data(TensorData::new(x, [s, t, D]), &dev),
             &init,

@@ -246,13 +246,20 @@ const AUX_FILE: &str = "aux.safetensors";
 
 impl OnPolicyLearner for PpgLearner {
     type Config = PpgConfig;
+    type Policy = ActorCritic;
     const NAME: &'static str = "ppg";
 
     fn rollout_settings(cfg: &PpgConfig) -> (usize, f64, f64) {
         (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
     }
-    fn policy_kwargs(cfg: &PpgConfig) -> &rl_on_policy::PolicyKwargs {
-        &cfg.policy_kwargs
+    fn make_policy(
+        cfg: &PpgConfig,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
     }
     fn check_action_space(space: &Space) -> Result<(), String> {
         match space {

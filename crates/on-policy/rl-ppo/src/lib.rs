@@ -83,15 +83,7 @@ impl Learner for PpoLearner {
             .map(|s| s.value(self.num_timesteps, total));
         let buf: &RolloutBuffer = batch;
         let (od, ad) = (buf.obs_dim, buf.act_dim);
-        let (mut pg, mut vl, mut ent, mut kls, mut cfs, mut gns) = (
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-        );
-        let mut continue_training = true;
+        let mut stats = PpoStats::default();
         'epochs: for _ in 0..self.cfg.n_epochs {
             for idx in buf.minibatches(self.cfg.batch_size, &mut self.rng_batch) {
                 let b = idx.len();
@@ -147,57 +139,102 @@ impl Learner for PpoLearner {
                 };
                 let (flat_grad, (logp_h, ratio_h, pl, el), vlv) =
                     actor_critic_grads(policy, device, actor, critic);
-                let kl = loss::approx_kl(&logp_h, &old_logp);
-                let tl = pl + cfg.ent_coef * el + cfg.vf_coef * vlv;
-                if !tl.is_finite() {
-                    let (metric, value) = [
-                        ("losses/policy_loss", pl),
-                        ("losses/value_loss", vlv),
-                        ("losses/entropy_loss", el),
-                    ]
-                    .into_iter()
-                    .find(|(_, v)| !v.is_finite())
-                    .unwrap_or(("losses/total_loss", tl));
-                    return Err(RlError::NonFinite {
-                        step: self.num_timesteps,
-                        metric: metric.into(),
-                        value,
-                    });
-                }
-                pg.push(pl);
-                vl.push(vlv);
-                ent.push(-el);
-                kls.push(kl);
-                cfs.push(loss::clip_fraction(&ratio_h, clip));
-                if let Some(t) = self.cfg.target_kl
-                    && kl > 1.5 * t
-                {
-                    continue_training = false;
+                let losses = MinibatchLosses {
+                    policy: pl,
+                    value: vlv,
+                    entropy: el,
+                    approx_kl: loss::approx_kl(&logp_h, &old_logp),
+                    clipfrac: loss::clip_fraction(&ratio_h, clip),
+                };
+                if stats.record(&losses, cfg, self.num_timesteps)? {
                     break 'epochs;
                 }
-                let (policy, stats) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
+                let (policy, step) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
                 self.policy = policy;
-                gns.push(stats.grad_norm as f64);
+                stats.grad_norms.push(step.grad_norm as f64);
             }
         }
-        let mean = rl_on_policy::loss::mean;
-        let mut m = Metrics::new();
-        m.insert("losses/policy_loss".into(), mean(&pg));
-        m.insert("losses/value_loss".into(), mean(&vl));
-        m.insert("losses/entropy".into(), mean(&ent));
-        m.insert("losses/approx_kl".into(), mean(&kls));
-        m.insert("losses/clipfrac".into(), mean(&cfs));
-        m.insert("losses/grad_norm".into(), mean(&gns));
-        rl_on_policy::loss::rollout_metrics(&mut m, &buf.values, &buf.returns, lr);
-        m.insert("charts/clip_range".into(), clip);
-        m.insert(
-            "charts/early_stop".into(),
-            (!continue_training) as u8 as f64,
-        );
-        Ok(m)
+        Ok(stats.metrics(buf, lr, clip))
     }
 
     rl_on_policy::policy_weights!();
+}
+
+/// The losses of one PPO minibatch (host values).
+#[derive(Debug, Clone, Copy)]
+pub struct MinibatchLosses {
+    /// Clipped surrogate loss.
+    pub policy: f64,
+    /// Value loss (before `vf_coef`).
+    pub value: f64,
+    /// Entropy loss (before `ent_coef`).
+    pub entropy: f64,
+    /// Approximate KL between the old and the current policy.
+    pub approx_kl: f64,
+    /// Fraction of clipped ratios.
+    pub clipfrac: f64,
+}
+
+/// What PPO's epochs record minibatch by minibatch, and the update's metrics from it (shared
+/// with the recurrent variant).
+#[derive(Debug, Default)]
+pub struct PpoStats {
+    losses: Vec<MinibatchLosses>,
+    /// Global gradient norms before clipping, one per optimizer step.
+    pub grad_norms: Vec<f64>,
+    early_stop: bool,
+}
+
+impl PpoStats {
+    /// Records a minibatch; fails when its loss is not finite; returns whether the KL
+    /// early stop (`approx_kl > 1.5 × target_kl`) ends the update before this step.
+    pub fn record(
+        &mut self,
+        l: &MinibatchLosses,
+        cfg: &PpoConfig,
+        step: u64,
+    ) -> Result<bool, RlError> {
+        let total = l.policy + cfg.ent_coef * l.entropy + cfg.vf_coef * l.value;
+        if !total.is_finite() {
+            let (metric, value) = [
+                ("losses/policy_loss", l.policy),
+                ("losses/value_loss", l.value),
+                ("losses/entropy_loss", l.entropy),
+            ]
+            .into_iter()
+            .find(|(_, v)| !v.is_finite())
+            .unwrap_or(("losses/total_loss", total));
+            return Err(RlError::NonFinite {
+                step,
+                metric: metric.into(),
+                value,
+            });
+        }
+        self.losses.push(*l);
+        self.early_stop = cfg.target_kl.is_some_and(|t| l.approx_kl > 1.5 * t);
+        Ok(self.early_stop)
+    }
+
+    /// CleanRL's metrics of the update (means over minibatches) and the rollout's.
+    pub fn metrics(&self, buf: &RolloutBuffer, lr: f64, clip: f64) -> Metrics {
+        let mean = |f: fn(&MinibatchLosses) -> f64| {
+            rl_on_policy::loss::mean(&self.losses.iter().map(f).collect::<Vec<_>>())
+        };
+        let mut m = Metrics::new();
+        m.insert("losses/policy_loss".into(), mean(|l| l.policy));
+        m.insert("losses/value_loss".into(), mean(|l| l.value));
+        m.insert("losses/entropy".into(), mean(|l| -l.entropy));
+        m.insert("losses/approx_kl".into(), mean(|l| l.approx_kl));
+        m.insert("losses/clipfrac".into(), mean(|l| l.clipfrac));
+        m.insert(
+            "losses/grad_norm".into(),
+            rl_on_policy::loss::mean(&self.grad_norms),
+        );
+        rl_on_policy::loss::rollout_metrics(&mut m, &buf.values, &buf.returns, lr);
+        m.insert("charts/clip_range".into(), clip);
+        m.insert("charts/early_stop".into(), self.early_stop as u8 as f64);
+        m
+    }
 }
 
 /// A PPO agent with its envs, ready to train.

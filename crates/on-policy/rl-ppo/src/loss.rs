@@ -12,10 +12,22 @@ pub fn clipped_surrogate(
     advantages: Tensor<1>,
     clip_range: f64,
 ) -> (Tensor<1>, Tensor<1>) {
+    let (objective, ratio) = surrogate_terms(log_prob, old_log_prob, advantages, clip_range);
+    (objective.mean().neg(), ratio)
+}
+
+/// Per-sample clipped objective `min(A·ratio, A·clamp(ratio, 1-ε, 1+ε))` and the ratio (for
+/// losses that weight samples, e.g. masked sequences).
+pub fn surrogate_terms(
+    log_prob: Tensor<1>,
+    old_log_prob: Tensor<1>,
+    advantages: Tensor<1>,
+    clip_range: f64,
+) -> (Tensor<1>, Tensor<1>) {
     let ratio = (log_prob - old_log_prob).exp();
     let l1 = advantages.clone() * ratio.clone();
     let l2 = advantages * ratio.clone().clamp(1.0 - clip_range, 1.0 + clip_range);
-    (l1.min_pair(l2).mean().neg(), ratio)
+    (l1.min_pair(l2), ratio)
 }
 
 /// Value loss: `mse(returns, values)`, or with `clip_range_vf` SB3's
@@ -26,11 +38,20 @@ pub fn value_loss(
     returns: Tensor<1>,
     clip_range_vf: Option<f64>,
 ) -> Tensor<1> {
-    let pred = match clip_range_vf {
+    rl_core::losses::mse(returns, value_prediction(values, old_values, clip_range_vf))
+}
+
+/// The prediction the value loss scores: `values`, or with `clip_range_vf`
+/// `old_values + clamp(values - old_values, -c, c)`.
+pub fn value_prediction(
+    values: Tensor<1>,
+    old_values: Tensor<1>,
+    clip_range_vf: Option<f64>,
+) -> Tensor<1> {
+    match clip_range_vf {
         Some(c) => old_values.clone() + (values - old_values).clamp(-c, c),
         None => values,
-    };
-    rl_core::losses::mse(returns, pred)
+    }
 }
 
 /// Fraction of ratios with `|ratio - 1| > clip_range`.

@@ -1,0 +1,80 @@
+//! Learning tests (run in release mode, all three in CI, about 1.5 min together):
+//! CartPoleNoVel-v1 and PendulumNoVel-v1 with rl-zoo's settings, seed 0, and the POMDP
+//! control (plain PPO with the same settings and no LSTM, same budget and seed).
+
+use rl_core::burn::tensor::Device;
+use rl_core::config::RunConfig;
+use rl_envs::testing;
+use rl_recurrent_ppo::RecurrentPpo;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn agent(name: &str, sets: &[String]) -> (RecurrentPpo, RunConfig) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, sets);
+    (
+        RecurrentPpo::new(&run, &testing::training_env, &Device::flex()).unwrap(),
+        run,
+    )
+}
+
+fn cartpole_novel(seed: u64) {
+    let (mut alg, run) = agent(
+        "recurrent_ppo_cartpole_novel.yaml",
+        &[format!("seed={seed}")],
+    );
+    // Evaluations every 10,240 steps (40 rollouts of 8 × 32), ≤ 200k / 20.
+    let (hit, evals) = testing::first_reaching(&mut alg, &run, 10_240, 450.0);
+    println!(
+        "Recurrent PPO CartPoleNoVel-v1 seed {seed}: first eval >= 450 at {hit:?} (budget 200000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 200_000),
+        "seed {seed}: never reached 450 within 200k: {evals:?}"
+    );
+}
+
+#[test]
+fn recurrent_ppo_cartpole_novel_seed0_within_200k() {
+    cartpole_novel(0);
+}
+
+#[test]
+fn recurrent_ppo_pendulum_novel_seed0_within_300k() {
+    let (mut alg, run) = agent("recurrent_ppo_pendulum_novel.yaml", &[]);
+    // Evaluations every 12,288 steps (3 rollouts of 4 × 1,024), ≤ 300k / 20.
+    let (hit, evals) = testing::first_reaching(&mut alg, &run, 12_288, -400.0);
+    println!(
+        "Recurrent PPO PendulumNoVel-v1 seed 0: first eval >= -400 at {hit:?} (budget 300000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 300_000),
+        "never reached -400 within 300k: {evals:?}"
+    );
+}
+
+/// The POMDP control: plain PPO (the same settings, no LSTM) on CartPoleNoVel with the same
+/// budget (200k, the policy at exactly that many steps) and seed must score at least 150 less
+/// than Recurrent PPO.
+#[test]
+fn pomdp_control_recurrent_beats_plain_ppo_at_200k() {
+    let sets = ["seed=0".to_string()];
+    let (mut rec, run) = agent("recurrent_ppo_cartpole_novel.yaml", &sets);
+    let (r_rec, steps) = testing::return_at(&mut rec, &run);
+    let mut ppo_run = run.clone();
+    ppo_run.algorithm = "ppo".into();
+    for key in ["lstm_hidden_size", "enable_critic_lstm", "sequence_length"] {
+        ppo_run.algo_kwargs.remove(key);
+    }
+    let mut ppo = rl_ppo::Ppo::new(&ppo_run, &testing::training_env, &Device::flex()).unwrap();
+    let (r_ppo, ppo_steps) = testing::return_at(&mut ppo, &ppo_run);
+    println!(
+        "POMDP control CartPoleNoVel-v1 seed 0: Recurrent PPO {r_rec} at {steps} steps, plain PPO {r_ppo} at {ppo_steps} steps, difference {}",
+        r_rec - r_ppo
+    );
+    assert_eq!(steps, ppo_steps);
+    assert!(
+        r_rec - r_ppo >= 150.0,
+        "recurrent {r_rec} vs plain {r_ppo}: difference below 150"
+    );
+}
