@@ -5,10 +5,13 @@
 #![warn(missing_docs)]
 
 pub use rl_a2c as a2c;
+pub use rl_ars as ars;
 pub use rl_awr as awr;
 pub use rl_core as core;
 pub use rl_dqn as dqn;
 pub use rl_envs as envs;
+pub use rl_es as es;
+pub use rl_evolution as evolution;
 pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppg as ppg;
@@ -34,6 +37,8 @@ pub const ALGORITHMS: &[&str] = &[
     "dqn",
     "sac",
     "awr",
+    "es",
+    "ars",
 ];
 
 fn gamma_of(run: &RunConfig) -> f64 {
@@ -72,6 +77,8 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
         "dqn" => Ok(Box::new(rl_dqn::Dqn::new(run, &make_training_env, device)?)),
         "sac" => Ok(Box::new(rl_sac::Sac::new(run, &make_training_env, device)?)),
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
+        "es" => Ok(Box::new(rl_es::Es::new(run, &make_training_env, device)?)),
+        "ars" => Ok(Box::new(rl_ars::Ars::new(run, &make_training_env, device)?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -119,6 +126,12 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "awr" => Ok(Box::new(rl_awr::Awr::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "es" => Ok(Box::new(rl_es::Es::load(dir, &make_training_env, device)?)),
+        "ars" => Ok(Box::new(rl_ars::Ars::load(
             dir,
             &make_training_env,
             device,

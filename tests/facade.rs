@@ -32,6 +32,14 @@ fn tiny(name: &str) -> String {
             "CartPole-v1",
             "{n_steps: 16, batch_size: 8, value_steps: 1, policy_steps: 1}",
         ),
+        "es" => (
+            "CartPole-v1",
+            "{pop_size: 4, num_workers: 2, noise_table_size: 10000}",
+        ),
+        "ars" => (
+            "Pendulum-v1",
+            "{n_directions: 2, n_top_directions: 1, num_workers: 2, noise_table_size: 10000}",
+        ),
         other => panic!("add a tiny config for {other}"),
     };
     format!(

@@ -139,6 +139,42 @@ fn cases(quick: bool) -> Vec<Case> {
             peer: false,
         },
         Case {
+            name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 1 worker",
+            config: "examples/configs/es_cartpole.yaml",
+            seeds: vec![0],
+            sb3: "es_cartpole_w1",
+            // Long enough that start-up (envs, the noise table) does not count.
+            overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
+            peer: false,
+        },
+        Case {
+            name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 2 workers",
+            config: "examples/configs/es_cartpole.yaml",
+            seeds: vec![0],
+            sb3: "es_cartpole_w2",
+            // Long enough that start-up (envs, the noise table) does not count.
+            overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
+            peer: false,
+        },
+        Case {
+            name: "ARS Pendulum-v1 10M steps, 1 worker",
+            config: "examples/configs/ars_pendulum.yaml",
+            seeds: vec![0],
+            sb3: "ars_pendulum_w1",
+            // Long enough that start-up (envs, the noise table) does not count.
+            overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
+            peer: false,
+        },
+        Case {
+            name: "ARS Pendulum-v1 10M steps, 2 workers",
+            config: "examples/configs/ars_pendulum.yaml",
+            seeds: vec![0],
+            sb3: "ars_pendulum_w2",
+            // Long enough that start-up (envs, the noise table) does not count.
+            overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
+            peer: false,
+        },
+        Case {
             name: "PPG CartPole-v1 200k (seed table)",
             config: "examples/configs/ppg_cartpole.yaml",
             seeds: vec![0],
@@ -260,15 +296,15 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
     std::fs::create_dir_all(&out_root).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     let mut md = format!(
-        "# Learning benchmarks\n\n{} · commit {} · {} cores\n\n| case | seed | wall-clock s | env steps/s | rollout s | update s | final eval return |",
+        "# Learning benchmarks\n\n{} · commit {} · {} cores\n\n| case | seed | wall-clock s | env steps/s | episodes/s | rollout s | update s | final eval return |",
         today(),
         git_commit(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     md += if peer {
-        " SB3 s | SB3 return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        " SB3 s | SB3 return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     } else {
-        "\n|---|---|---|---|---|---|---|\n"
+        "\n|---|---|---|---|---|---|---|---|\n"
     };
     let py = if peer { Some(sb3_python()?) } else { None };
     for c in cases(quick)
@@ -313,9 +349,16 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
                 csv_sum(&dir, "time/update_seconds"),
             );
             let ret = s["eval_mean_return"].as_f64().unwrap_or(f64::NAN);
-            let mut row = json!({"case": c.name, "seed": seed, "wall_seconds": wall, "env_steps_per_second": steps / wall, "rollout_seconds": ro, "update_seconds": up, "final_eval_return": ret});
+            // Population methods log the episodes (evaluations) of each iteration.
+            let episodes = csv_sum(&dir, "charts/episodes");
+            let eps = if episodes > 0.0 {
+                format!("{:.0}", episodes / wall)
+            } else {
+                "–".into()
+            };
+            let mut row = json!({"case": c.name, "seed": seed, "wall_seconds": wall, "env_steps_per_second": steps / wall, "episodes_per_second": episodes / wall, "rollout_seconds": ro, "update_seconds": up, "final_eval_return": ret});
             md += &format!(
-                "| {} | {seed} | {wall:.2} | {:.0} | {ro:.2} | {up:.2} | {ret:.1} |",
+                "| {} | {seed} | {wall:.2} | {:.0} | {eps} | {ro:.2} | {up:.2} | {ret:.1} |",
                 c.name,
                 steps / wall
             );

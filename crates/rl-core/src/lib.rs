@@ -31,6 +31,7 @@ pub mod sequences;
 pub mod spaces;
 pub mod testing;
 pub mod vec_env;
+pub mod vtrace;
 pub mod wrappers;
 
 pub use algorithm::{

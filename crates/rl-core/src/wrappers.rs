@@ -533,6 +533,24 @@ impl RunningMeanStd {
         }
         self.count = tot;
     }
+
+    /// Merges a batch's moments (SB3's `update_from_moments`, Chan et al.'s parallel
+    /// formula): `batch_count` samples with per-element `batch_mean` and `batch_var`.
+    pub fn update_from_moments(&mut self, batch_mean: &[f64], batch_var: &[f64], batch_count: f64) {
+        if batch_count <= 0.0 {
+            return;
+        }
+        let tot = self.count + batch_count;
+        for i in 0..self.mean.len() {
+            let delta = batch_mean[i] - self.mean[i];
+            let m2 = self.var[i] * self.count
+                + batch_var[i] * batch_count
+                + delta * delta * self.count * batch_count / tot;
+            self.mean[i] += delta * batch_count / tot;
+            self.var[i] = m2 / tot;
+        }
+        self.count = tot;
+    }
 }
 
 /// Normalizes observations with running statistics (Gymnasium's NormalizeObservation:

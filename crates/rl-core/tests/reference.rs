@@ -327,3 +327,74 @@ fn n_step_returns_match_sb3() {
         assert_eq!(s.next_obs, flat(&res["last_index"]), "n={n} last_index");
     }
 }
+
+/// V-trace (IMPALA) against the recorded float64 reference, both truncation settings
+/// (ρ̄, c̄) ∈ {(1, 1), (0.5, 1)}, to 1e-6.
+#[test]
+fn vtrace_matches_reference() {
+    use rl_core::vtrace::{VTraceInput, vtrace};
+    let r = ref_file("RL_RETURNS_REFERENCE", "returns_ref.json");
+    let v = &r["vtrace"];
+    let b = v["B"].as_u64().unwrap() as usize;
+    let f64s = |x: &Value| -> Vec<f64> {
+        match x {
+            Value::Array(a) => a
+                .iter()
+                .flat_map(|e| match e {
+                    Value::Array(row) => row.iter().map(num).collect::<Vec<_>>(),
+                    x => vec![num(x)],
+                })
+                .collect(),
+            x => vec![num(x)],
+        }
+    };
+    let inp = &v["inputs"];
+    let (log_rhos, discounts, rewards, values, boot) = (
+        f64s(&inp["log_rhos"]),
+        f64s(&inp["discounts"]),
+        f64s(&inp["rewards"]),
+        f64s(&inp["values"]),
+        f64s(&inp["bootstrap_value"]),
+    );
+    assert_eq!(log_rhos.len(), v["T"].as_u64().unwrap() as usize * b);
+    // log_rhos are target minus behaviour log-probabilities.
+    let (tl, bl) = (f64s(&inp["target_logp"]), f64s(&inp["behaviour_logp"]));
+    for i in 0..log_rhos.len() {
+        assert!((tl[i] - bl[i] - log_rhos[i]).abs() < 1e-12);
+    }
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for res in results {
+        let (rho_bar, c_bar) = (num(&res["rho_bar"]), num(&res["c_bar"]));
+        let pg_rho_bar = res.get("pg_rho_bar").map_or(rho_bar, num);
+        let out = vtrace(
+            &VTraceInput {
+                log_rhos: &log_rhos,
+                discounts: &discounts,
+                rewards: &rewards,
+                values: &values,
+                bootstrap_value: &boot,
+            },
+            b,
+            rho_bar,
+            c_bar,
+            pg_rho_bar,
+        );
+        for (name, got) in [
+            ("vs", &out.vs),
+            ("pg_advantages", &out.pg_advantages),
+            ("clipped_rhos", &out.clipped_rhos),
+            ("cs", &out.cs),
+            ("deltas", &out.deltas),
+        ] {
+            let want = f64s(&res[name]);
+            assert_eq!(got.len(), want.len(), "{name}");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-6,
+                    "rho_bar {rho_bar} c_bar {c_bar} {name}[{i}]: got {g}, want {w}"
+                );
+            }
+        }
+    }
+}

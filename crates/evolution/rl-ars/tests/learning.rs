@@ -1,0 +1,43 @@
+//! Learning tests (release, both in CI: ARS on the host takes about a second per million
+//! steps here): CartPole-v1 within 100k, Pendulum-v1 within 2M.
+
+use rl_ars::Ars;
+use rl_core::burn::tensor::Device;
+use rl_core::config::RunConfig;
+use rl_envs::testing;
+
+fn agent(name: &str, sets: &[String]) -> (Ars, RunConfig) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, sets);
+    (
+        Ars::new(&run, &testing::training_env, &Device::flex()).unwrap(),
+        run,
+    )
+}
+
+#[test]
+fn ars_cartpole_seed0_within_100k() {
+    let (mut alg, run) = agent("ars_cartpole.yaml", &[]);
+    // Evaluations every 5,000 steps (an iteration takes at most 4,000).
+    let (hit, evals) = testing::first_reaching(&mut alg, &run, 5_000, 475.0);
+    println!(
+        "ARS CartPole-v1 seed 0: first eval >= 475 at {hit:?} (budget 100000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 100_000),
+        "never reached 475 within 100k: {evals:?}"
+    );
+}
+
+#[test]
+fn ars_pendulum_seed0_within_2m() {
+    let (mut alg, run) = agent("ars_pendulum.yaml", &[]);
+    // Evaluations every 100,000 steps (≤ 2M / 20; an iteration takes 3,200).
+    let (hit, evals) = testing::first_reaching(&mut alg, &run, 100_000, -300.0);
+    println!(
+        "ARS Pendulum-v1 seed 0: first eval >= -300 at {hit:?} (budget 2000000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 2_000_000),
+        "never reached -300 within 2M: {evals:?}"
+    );
+}

@@ -1,0 +1,84 @@
+//! ARS: reproducible with any worker count, bit-identical resume (parameters and observation
+//! statistics), bad input named.
+
+use rl_ars::Ars;
+use rl_core::algorithm::Algorithm;
+use rl_core::burn::tensor::Device;
+use rl_core::config::RunConfig;
+
+fn run(env: &str, workers: usize) -> RunConfig {
+    let y = format!(
+        "algorithm: ars\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 5\nalgo_kwargs:\n  n_directions: 6\n  n_top_directions: 3\n  num_workers: {workers}\n  noise_table_size: 100000\n"
+    );
+    RunConfig::from_yaml(&y, &[], "test").unwrap()
+}
+
+fn params_after(run: &RunConfig, iters: usize) -> Vec<f32> {
+    let mut a = Ars::new(run, &rl_envs::testing::training_env, &Device::flex()).unwrap();
+    for _ in 0..iters {
+        a.train().unwrap();
+    }
+    a.params().to_vec()
+}
+
+#[test]
+fn reproducible_with_any_worker_count() {
+    for env in ["CartPole-v1", "Pendulum-v1"] {
+        let one = params_after(&run(env, 1), 3);
+        assert_eq!(one, params_after(&run(env, 4), 3), "{env}");
+        assert!(
+            one.iter().any(|&p| p != 0.0),
+            "{env}: the linear policy moved"
+        );
+    }
+}
+
+#[test]
+fn ars_resumes_bit_identically() {
+    let r = run("Pendulum-v1", 2);
+    let dev = Device::flex();
+    rl_envs::testing::assert_resumes_bit_identically(
+        (3, 3),
+        || Ars::new(&r, &rl_envs::testing::training_env, &dev).unwrap(),
+        |dir| Ars::load(dir, &rl_envs::testing::training_env, &dev).unwrap(),
+        |a| {
+            let mut m = rl_core::params::TensorMap::default();
+            m.insert("theta", vec![a.params().len()], a.params().to_vec());
+            m
+        },
+        "ars",
+    );
+}
+
+#[test]
+fn bad_input_is_named() {
+    use rl_core::config::AlgoConfig;
+    let y = "algorithm: ars\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs: {n_directions: 4, n_top_directions: 5}\n";
+    let run = RunConfig::from_yaml(y, &[], "test.yaml").unwrap();
+    let e = rl_ars::ArsConfig::from_kwargs(&run.algo_kwargs).unwrap_err();
+    assert!(e.contains("n_top_directions"), "{e}");
+    // MultiDiscrete actions are not supported: the error names the space.
+    let md = |_: &RunConfig| -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
+        Ok(Box::new(rl_envs::testing::Match::new(
+            rl_core::Space::MultiDiscrete { nvec: vec![2, 3] },
+        )))
+    };
+    let e = Ars::new(&run_ok(), &md, &Device::flex())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("MultiDiscrete"), "{e}");
+    // predict checks the observation length.
+    let mut a = Ars::new(&run_ok(), &rl_envs::testing::training_env, &Device::flex()).unwrap();
+    let e = a.predict(&[0.0; 3], true).unwrap_err().to_string();
+    assert!(e.contains("multiple of 4"), "{e}");
+}
+
+fn run_ok() -> RunConfig {
+    RunConfig::from_yaml(
+        "algorithm: ars\nenv_id: CartPole-v1\ntotal_timesteps: 1000\n",
+        &[],
+        "test.yaml",
+    )
+    .unwrap()
+}
