@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub use rl_a2c as a2c;
+pub use rl_appo as appo;
 pub use rl_ars as ars;
 pub use rl_awr as awr;
 pub use rl_core as core;
@@ -12,6 +13,7 @@ pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_es as es;
 pub use rl_evolution as evolution;
+pub use rl_impala as impala;
 pub use rl_off_policy as off_policy;
 pub use rl_on_policy as on_policy;
 pub use rl_ppg as ppg;
@@ -34,6 +36,8 @@ pub const ALGORITHMS: &[&str] = &[
     "trpo",
     "ppg",
     "recurrent_ppo",
+    "impala",
+    "appo",
     "dqn",
     "sac",
     "awr",
@@ -70,6 +74,16 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
         )?)),
         "ppg" => Ok(Box::new(rl_ppg::Ppg::new(run, &make_training_env, device)?)),
         "recurrent_ppo" => Ok(Box::new(rl_recurrent_ppo::RecurrentPpo::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
+        "impala" => Ok(Box::new(rl_impala::Impala::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::Appo::new(
             run,
             &make_training_env,
             device,
@@ -111,6 +125,16 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             device,
         )?)),
         "recurrent_ppo" => Ok(Box::new(rl_recurrent_ppo::RecurrentPpo::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "impala" => Ok(Box::new(rl_impala::Impala::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::Appo::load(
             dir,
             &make_training_env,
             device,

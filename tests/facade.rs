@@ -20,6 +20,14 @@ fn tiny(name: &str) -> String {
             "CartPoleNoVel-v1",
             "{n_steps: 16, batch_size: 16, n_epochs: 1, lstm_hidden_size: 8}",
         ),
+        "impala" => (
+            "CartPole-v1",
+            "{num_env_runners: 2, num_envs_per_env_runner: 2, n_steps: 4}",
+        ),
+        "appo" => (
+            "CartPole-v1",
+            "{num_env_runners: 2, num_envs_per_env_runner: 2, n_steps: 4, batch_size: 8}",
+        ),
         "dqn" => (
             "CartPole-v1",
             "{learning_starts: 8, train_freq: 4, batch_size: 4}",

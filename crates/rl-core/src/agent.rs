@@ -90,11 +90,11 @@ pub fn run_yaml(
 #[doc(hidden)]
 pub use serde_json as __serde_json;
 
-/// The [`Algorithm`](crate::Algorithm) methods an agent answers from its shell (a field
-/// named `core` with `num_timesteps`, `total_timesteps`, `obs_space`, `act_space` and
-/// `collector.env`): name, step counters, spaces, env statistics.
+/// The [`Algorithm`](crate::Algorithm) counters and spaces an agent answers from its shell
+/// (a field named `core` with `num_timesteps`, `total_timesteps`, `obs_space` and
+/// `act_space`): name, step counters, spaces.
 #[macro_export]
-macro_rules! core_accessors {
+macro_rules! algorithm_counters {
     ($name:expr) => {
         fn name(&self) -> &str {
             $name
@@ -114,6 +114,15 @@ macro_rules! core_accessors {
         fn action_space(&self) -> &$crate::Space {
             &self.core.act_space
         }
+    };
+}
+
+/// [`algorithm_counters!`] plus the env statistics of a shell whose envs are in
+/// `core.collector.env`.
+#[macro_export]
+macro_rules! core_accessors {
+    ($name:expr) => {
+        $crate::algorithm_counters!($name);
         fn env_stats(&self) -> Vec<$crate::agent::__serde_json::Value> {
             self.core.collector.env.envs()[0].save_stats()
         }

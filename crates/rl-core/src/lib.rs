@@ -5,6 +5,7 @@
 //! global-norm clipping; schedules; the `Learner`/`Algorithm` traits; checkpoints; logging.
 #![warn(missing_docs)]
 
+pub mod actor_learner;
 pub mod agent;
 pub mod algorithm;
 pub mod batch;

@@ -362,3 +362,17 @@ pub fn load_module_tensors<M: Module>(
     let values = Tensor::<1>::from_data(TensorData::new(flat, [n]), &device.clone().inner());
     Ok(set_flat(module, values))
 }
+
+/// `target ← τ·online + (1 − τ)·target` over all parameters (τ = 1: a hard copy).
+pub fn polyak<M: Module>(target: M, online: &M, tau: f64) -> M {
+    let src = flat_params(online);
+    if tau >= 1.0 {
+        return set_flat(target, src);
+    }
+    let dst = flat_params(&target);
+    let dev = dst.device();
+    set_flat(
+        target,
+        src.to_device(&dev).mul_scalar(tau) + dst.mul_scalar(1.0 - tau),
+    )
+}

@@ -305,24 +305,7 @@ impl EvolutionCore {
 #[macro_export]
 macro_rules! evolution_accessors {
     ($name:expr) => {
-        fn name(&self) -> &str {
-            $name
-        }
-        fn num_timesteps(&self) -> u64 {
-            self.core.num_timesteps
-        }
-        fn total_timesteps(&self) -> u64 {
-            self.core.total_timesteps
-        }
-        fn set_total_timesteps(&mut self, total: u64) {
-            self.core.total_timesteps = total;
-        }
-        fn observation_space(&self) -> &$crate::__rl_core::Space {
-            &self.core.obs_space
-        }
-        fn action_space(&self) -> &$crate::__rl_core::Space {
-            &self.core.act_space
-        }
+        $crate::__rl_core::algorithm_counters!($name);
         fn predict(
             &mut self,
             obs: &[f32],

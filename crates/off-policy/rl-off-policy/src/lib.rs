@@ -10,7 +10,7 @@ use rl_core::checkpoint::Checkpoint;
 use rl_core::config::RunConfig;
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
-use rl_core::params::{TensorMap, flat_params, set_flat};
+use rl_core::params::TensorMap;
 use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta, TransitionBatch};
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::{RlError, Rng, Space};
@@ -187,19 +187,7 @@ impl TrainFrequency {
     }
 }
 
-/// `target ← τ·online + (1 − τ)·target` over all parameters (τ = 1: a hard copy).
-pub fn polyak<M: Module>(target: M, online: &M, tau: f64) -> M {
-    let src = flat_params(online);
-    if tau >= 1.0 {
-        return set_flat(target, src);
-    }
-    let dst = flat_params(&target);
-    let dev = dst.device();
-    set_flat(
-        target,
-        src.to_device(&dev).mul_scalar(tau) + dst.mul_scalar(1.0 - tau),
-    )
-}
+pub use rl_core::params::polyak;
 
 /// Target-network updates counted in env steps, as SB3's DQN: every `interval` env steps
 /// (vector steps × envs) apply [`polyak`] with `tau`.

@@ -586,3 +586,29 @@ macro_rules! policy_weights {
         }
     };
 }
+
+/// [`OnPolicyLearner::save_state`] and [`OnPolicyLearner::load_state`] for a learner with
+/// fields `policy`, `opt` (Adam state under `"adam"`), `rng_batch` and `device`.
+#[macro_export]
+macro_rules! minibatch_learner_state {
+    () => {
+        fn save_state(&self) -> $crate::LearnerFiles {
+            $crate::agent::save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
+        }
+        fn load_state(
+            &mut self,
+            ck: &$crate::agent::__rl_core::checkpoint::Checkpoint,
+            state: &serde_json::Map<String, serde_json::Value>,
+        ) -> Result<(), $crate::agent::__rl_core::RlError> {
+            self.rng_batch = $crate::agent::load_with_minibatch_rng(
+                ck,
+                state,
+                &mut self.policy,
+                &mut self.opt,
+                "adam",
+                &self.device,
+            )?;
+            Ok(())
+        }
+    };
+}

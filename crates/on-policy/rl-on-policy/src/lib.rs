@@ -2,6 +2,7 @@
 //! collection with GAE, and the agent shell around a learner.
 #![warn(missing_docs)]
 
+pub mod actor_learner;
 pub mod agent;
 pub mod loss;
 pub mod policy;

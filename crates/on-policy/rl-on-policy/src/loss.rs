@@ -65,3 +65,12 @@ pub fn rollout_metrics(
     }
     m.insert("charts/learning_rate".into(), learning_rate);
 }
+
+/// Fraction of ratios with `|ratio - 1| > clip_range`.
+pub fn clip_fraction(ratio: &[f32], clip_range: f64) -> f64 {
+    ratio
+        .iter()
+        .filter(|&&r| ((r - 1.0).abs() as f64) > clip_range)
+        .count() as f64
+        / ratio.len().max(1) as f64
+}

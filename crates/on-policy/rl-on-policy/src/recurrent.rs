@@ -176,6 +176,11 @@ impl RecurrentActorCritic {
         } else {
             self.run_stack(&self.lstm_vf, obs, &st, self.pi_dim()).0
         };
+        self.outputs(h_pi, h_vf)
+    }
+
+    /// Both heads on the LSTM outputs.
+    fn outputs(&self, h_pi: Tensor<2>, h_vf: Tensor<2>) -> PolicyOutput {
         let (params, log_std, latent) = self.actor_heads(h_pi);
         PolicyOutput {
             params,
@@ -211,13 +216,7 @@ impl RolloutPolicy for RecurrentActorCritic {
             h
         };
         state.copy_from_slice(&host(Tensor::cat(finals, 1)));
-        let (params, log_std, latent) = self.actor_heads(h_pi);
-        PolicyOutput {
-            params,
-            log_std,
-            values: self.critic_head(h_vf),
-            latent_sde: self.ac.sde.map(|_| latent.detach()),
-        }
+        self.outputs(h_pi, h_vf)
     }
 
     fn values_from(&self, obs: Tensor<2>, state: &[f32], episode_starts: &[f32]) -> Vec<f32> {

@@ -155,6 +155,25 @@ impl RolloutCollector {
             .with_state_dim(state_dim);
     }
 
+    /// Raw observations the next step starts from.
+    pub fn last_obs(&self) -> &[f32] {
+        &self.last_obs
+    }
+
+    /// 1 where the next observation begins an episode (after the last collection: which
+    /// envs' final step ended an episode).
+    pub fn last_episode_starts(&self) -> &[f32] {
+        &self.last_episode_starts
+    }
+
+    /// Starts new episodes in every env (reset with `seed`), zero recurrent states.
+    pub fn reset_envs(&mut self, seed: u64) -> Result<(), EnvError> {
+        self.last_obs = self.env.reset(Some(seed))?.to_vec();
+        self.last_episode_starts.fill(1.0);
+        self.last_states.fill(0.0);
+        Ok(())
+    }
+
     /// Saves what resuming needs.
     pub fn state(&self) -> Result<CollectorState, EnvError> {
         Ok(CollectorState {

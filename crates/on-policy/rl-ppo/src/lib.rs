@@ -13,14 +13,12 @@ use rl_core::Rng;
 use rl_core::algorithm::{Learner, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::Checkpoint;
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::rollout::{host, tensor2};
-use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner, actor_critic_grads};
-use serde_json::{Map, Value};
+use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, actor_critic_grads};
 
 /// The optimization half of PPO: the policy, its optimizer and the minibatch generator. It
 /// updates from any [`RolloutBuffer`], so collection can live elsewhere (other threads or
@@ -249,23 +247,5 @@ impl OnPolicyLearner for PpoLearner {
         let rng = Rng::for_stream(run.seed, "minibatch");
         Self::new(cfg, policy, device, rng, run.total_timesteps)
     }
-    fn save_state(&self) -> LearnerFiles {
-        rl_on_policy::agent::save_with_minibatch_rng(
-            &self.policy,
-            &self.opt,
-            "adam",
-            &self.rng_batch,
-        )
-    }
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        self.rng_batch = rl_on_policy::agent::load_with_minibatch_rng(
-            ck,
-            state,
-            &mut self.policy,
-            &mut self.opt,
-            "adam",
-            &self.device,
-        )?;
-        Ok(())
-    }
+    rl_on_policy::minibatch_learner_state!();
 }

@@ -1,7 +1,9 @@
 //! PPO's loss terms as pure functions (SB3's `PPO.train` formulas).
 
 use rl_core::burn::tensor::Tensor;
-pub use rl_on_policy::loss::{entropy_loss, explained_variance, normalize_advantages};
+pub use rl_on_policy::loss::{
+    clip_fraction, entropy_loss, explained_variance, normalize_advantages,
+};
 
 /// Clipped surrogate: returns `(policy_loss, ratio)` with
 /// `ratio = exp(log_prob - old_log_prob)` and
@@ -52,15 +54,6 @@ pub fn value_prediction(
         Some(c) => old_values.clone() + (values - old_values).clamp(-c, c),
         None => values,
     }
-}
-
-/// Fraction of ratios with `|ratio - 1| > clip_range`.
-pub fn clip_fraction(ratio: &[f32], clip_range: f64) -> f64 {
-    ratio
-        .iter()
-        .filter(|&&r| ((r - 1.0).abs() as f64) > clip_range)
-        .count() as f64
-        / ratio.len().max(1) as f64
 }
 
 /// Approximate KL `mean((ratio - 1) - log ratio)` (Schulman's k3 estimator, as SB3).

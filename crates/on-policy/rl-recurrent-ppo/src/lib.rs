@@ -15,7 +15,6 @@ use rl_core::Rng;
 use rl_core::algorithm::{Learner, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
-use rl_core::checkpoint::Checkpoint;
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
@@ -23,9 +22,8 @@ use rl_core::sequences::{Sequence, pad_sequences, sequence_minibatches, split_se
 use rl_core::{Space, batch::host, batch::tensor1, batch::tensor2};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::recurrent::RecurrentActorCritic;
-use rl_on_policy::{LearnerFiles, OnPolicyAgent, OnPolicyLearner, agent::split_grads};
+use rl_on_policy::{OnPolicyAgent, OnPolicyLearner, agent::split_grads};
 use rl_ppo::{MinibatchLosses, PpoStats};
-use serde_json::{Map, Value};
 
 /// One minibatch of padded sequences, host side.
 struct SequenceBatch {
@@ -273,23 +271,5 @@ impl OnPolicyLearner for RecurrentPpoLearner {
         self.num_timesteps = num_timesteps;
         self.total_timesteps = total_timesteps;
     }
-    fn save_state(&self) -> LearnerFiles {
-        rl_on_policy::agent::save_with_minibatch_rng(
-            &self.policy,
-            &self.opt,
-            "adam",
-            &self.rng_batch,
-        )
-    }
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        self.rng_batch = rl_on_policy::agent::load_with_minibatch_rng(
-            ck,
-            state,
-            &mut self.policy,
-            &mut self.opt,
-            "adam",
-            &self.device,
-        )?;
-        Ok(())
-    }
+    rl_on_policy::minibatch_learner_state!();
 }

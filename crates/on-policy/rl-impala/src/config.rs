@@ -1,0 +1,154 @@
+//! IMPALA hyperparameters: the seed table plus RLlib's options (RLlib names as given, SB3-style
+//! aliases where the seed uses them).
+
+use rl_core::config::AlgoConfig;
+use rl_core::schedule::Schedule;
+use rl_on_policy::PolicyKwargs;
+use serde::{Deserialize, Serialize};
+
+/// The learner's optimizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptType {
+    /// Adam (ε = `epsilon`).
+    Adam,
+    /// RMSprop (smoothing `decay`, ε = `epsilon`, `momentum` must be 0).
+    Rmsprop,
+}
+
+/// IMPALA hyperparameters (`algo_kwargs` of a run config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ImpalaConfig {
+    /// Step size: a number, `lin_<v>` or RLlib's `[[t, v], …]` (`lr_schedule`).
+    #[serde(alias = "lr", alias = "lr_schedule")]
+    pub learning_rate: Schedule,
+    /// Steps per env in one runner batch.
+    #[serde(alias = "rollout_fragment_length")]
+    pub n_steps: usize,
+    /// Discount.
+    pub gamma: f64,
+    /// V-trace ρ̄ (also the policy gradient's truncation).
+    #[serde(alias = "vtrace_clip_rho_threshold")]
+    pub vtrace_clip_rho: f64,
+    /// V-trace c̄.
+    #[serde(alias = "vtrace_clip_c_threshold")]
+    pub vtrace_clip_c: f64,
+    /// Entropy bonus: a number or a schedule (`entropy_coeff_schedule`).
+    #[serde(alias = "entropy_coeff", alias = "entropy_coeff_schedule")]
+    pub ent_coef: Schedule,
+    /// Value loss coefficient.
+    #[serde(alias = "vf_loss_coeff")]
+    pub vf_coef: f64,
+    /// Env runner threads.
+    #[serde(alias = "num_actors", alias = "num_workers")]
+    pub num_env_runners: usize,
+    /// Envs per runner.
+    #[serde(alias = "num_envs_per_worker")]
+    pub num_envs_per_env_runner: usize,
+    /// Batches the learner queue holds before runners block.
+    pub learner_queue_size: usize,
+    /// Seconds the learner waits for a batch before failing.
+    pub learner_queue_timeout: f64,
+    /// Replayed batches per new batch (`p`: ⌊p⌋ plus one more with probability p − ⌊p⌋).
+    pub replay_proportion: f64,
+    /// Batches kept for replay.
+    pub replay_buffer_num_slots: usize,
+    /// Global gradient-norm clip (None: off).
+    #[serde(alias = "max_grad_norm")]
+    pub grad_clip: Option<f64>,
+    /// `adam` or `rmsprop`.
+    pub opt_type: OptType,
+    /// RMSprop smoothing.
+    pub decay: f64,
+    /// RMSprop momentum (only 0 is supported).
+    pub momentum: f64,
+    /// Optimizer ε.
+    pub epsilon: f64,
+    /// Learner updates between weight broadcasts.
+    pub broadcast_interval: u64,
+    /// Batches produced more than this many learner versions ago are dropped (None: never).
+    pub max_policy_lag: Option<u64>,
+    /// Runners and learner take turns in a fixed order (reproducible; no threads).
+    pub lockstep: bool,
+    /// Network architecture and initialization.
+    pub policy_kwargs: PolicyKwargs,
+}
+
+impl Default for ImpalaConfig {
+    fn default() -> Self {
+        Self {
+            learning_rate: Schedule::Constant(5e-4),
+            n_steps: 20,
+            gamma: 0.99,
+            vtrace_clip_rho: 1.0,
+            vtrace_clip_c: 1.0,
+            ent_coef: Schedule::Constant(0.01),
+            vf_coef: 0.5,
+            num_env_runners: 32,
+            num_envs_per_env_runner: 1,
+            learner_queue_size: 16,
+            learner_queue_timeout: 300.0,
+            replay_proportion: 0.0,
+            replay_buffer_num_slots: 0,
+            grad_clip: Some(40.0),
+            opt_type: OptType::Adam,
+            decay: 0.99,
+            momentum: 0.0,
+            epsilon: 1e-7,
+            broadcast_interval: 1,
+            max_policy_lag: None,
+            lockstep: false,
+            policy_kwargs: PolicyKwargs::default(),
+        }
+    }
+}
+
+impl AlgoConfig for ImpalaConfig {
+    fn validate(&self) -> Result<(), String> {
+        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        if self.n_steps == 0 {
+            return err("n_steps", "must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return err("gamma", "must be in [0, 1]");
+        }
+        if self.vtrace_clip_rho <= 0.0 || self.vtrace_clip_c <= 0.0 {
+            return err("vtrace_clip_rho", "ρ̄ and c̄ must be positive");
+        }
+        if self.num_env_runners == 0 {
+            return err("num_env_runners", "must be at least 1");
+        }
+        if self.num_envs_per_env_runner == 0 {
+            return err("num_envs_per_env_runner", "must be at least 1");
+        }
+        if self.learner_queue_size == 0 {
+            return err("learner_queue_size", "must be at least 1");
+        }
+        if !(self.learner_queue_timeout > 0.0) {
+            return err("learner_queue_timeout", "must be positive (seconds)");
+        }
+        if self.replay_proportion < 0.0 {
+            return err("replay_proportion", "must be non-negative");
+        }
+        if self.replay_proportion > 0.0 && self.replay_buffer_num_slots == 0 {
+            return err(
+                "replay_buffer_num_slots",
+                "must be at least 1 when replay_proportion > 0",
+            );
+        }
+        if self.learning_rate.initial() <= 0.0 {
+            return err("learning_rate", "must be positive");
+        }
+        if self.grad_clip.is_some_and(|g| g <= 0.0) {
+            return err("grad_clip", "must be positive (or null for no clipping)");
+        }
+        if self.momentum != 0.0 {
+            return err("momentum", "only 0 is supported (RMSprop without momentum)");
+        }
+        if self.broadcast_interval == 0 {
+            return err("broadcast_interval", "must be at least 1");
+        }
+        Ok(())
+    }
+}

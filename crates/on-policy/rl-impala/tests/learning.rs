@@ -1,0 +1,23 @@
+//! Learning test (release, CI, lockstep): CartPole-v1 within 1M steps.
+
+use rl_core::burn::tensor::Device;
+use rl_envs::testing;
+use rl_impala::Impala;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[test]
+fn impala_cartpole_seed0_within_1m() {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), "impala_cartpole.yaml", &[]);
+    let mut alg = Impala::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    // Evaluations every 50,000 steps (an iteration is 2 × 8 × 20 = 320 steps).
+    let (hit, evals) = testing::first_reaching(&mut alg, &run, 50_000, 450.0);
+    println!(
+        "IMPALA CartPole-v1 seed 0: first eval >= 450 at {hit:?} (budget 1000000); evaluations {evals:?}"
+    );
+    assert!(
+        hit.is_some_and(|s| s <= 1_000_000),
+        "never reached 450 within 1M: {evals:?}"
+    );
+}

@@ -1,0 +1,734 @@
+//! The env-runner side of the family's actor-learner algorithms (IMPALA, APPO), on rl-core's
+//! runner / learner split: [`EnvRunner`] collects `n_steps` of a vector env with a copy of the
+//! policy (reloaded when the published version changes) and sends a [`RunnerBatch`];
+//! [`RunnerSet`] drives the runners on threads through a bounded [`ChannelTransport`] or in
+//! lockstep, and hands the learner its next batch.
+
+use crate::policy::{ActorCritic, PolicyKwargs};
+use crate::rollout::{CollectorState, RolloutCollector};
+use rl_core::Space;
+use rl_core::actor_learner::{
+    ChannelTransport, Intake, Runner, RunnerPool, RunnerReports, Tagged, Transport, Versioned,
+};
+use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, run_yaml};
+use rl_core::batch::{flatten_batch, tensor2};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::{Checkpoint, read_json, read_module, write_checkpoint};
+use rl_core::config::RunConfig;
+use rl_core::logger::Metrics;
+use rl_core::optim::FlatOptimizer;
+use rl_core::params::load_module_tensors;
+use rl_core::params::{TensorMap, module_tensors, num_params};
+use rl_core::vec_env::{EpisodeStats, VecEnv};
+use rl_core::vtrace::{VTraceInput, VTraceOutput, vtrace};
+use rl_core::{RlError, Rng};
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// What a runner sends: a rollout (behaviour log-probabilities and values, rewards with the
+/// truncation bootstrap, GAE computed with the behaviour values), the observations after its
+/// last step, which envs' last step ended an episode, and the episodes that finished.
+#[derive(Debug, Clone)]
+pub struct RunnerBatch {
+    /// The rollout, `[n_steps][n_envs]`.
+    pub buffer: RolloutBuffer,
+    /// Flattened observations after the last step `[n_envs × obs_dim]`.
+    pub last_obs: Vec<f32>,
+    /// 1 where the last step ended an episode.
+    pub last_dones: Vec<f32>,
+    /// Finished episodes.
+    pub episodes: Vec<EpisodeStats>,
+    /// Seconds the collection took.
+    pub seconds: f64,
+}
+
+/// Rollout settings of the runners.
+#[derive(Debug, Clone, Copy)]
+pub struct RunnerSettings {
+    /// Steps per env in a batch.
+    pub n_steps: usize,
+    /// Envs per runner.
+    pub num_envs: usize,
+    /// Discount (truncation bootstrap, GAE).
+    pub gamma: f64,
+    /// GAE λ of the behaviour advantages in the batch.
+    pub gae_lambda: f64,
+}
+
+/// An env runner: a vector env, a copy of the policy and its own generators.
+pub struct EnvRunner {
+    /// Envs and rollout buffer.
+    pub collector: RolloutCollector,
+    policy: ActorCritic,
+    version: Option<u64>,
+    rng: Rng,
+    reseed: Rng,
+    settings: RunnerSettings,
+    infer: Device,
+}
+
+/// A lockstep runner's saved state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerState {
+    collector: CollectorState,
+    rng: Rng,
+    reseed: Rng,
+}
+
+impl EnvRunner {
+    /// Runner `index` of `run`: its envs seeded from the run seed and the index, acting with
+    /// `policy` (an inference copy on `infer`).
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        settings: RunnerSettings,
+        index: usize,
+        policy: ActorCritic,
+        infer: Device,
+    ) -> Result<Self, RlError> {
+        let envs = (0..settings.num_envs)
+            .map(|_| make_env(run))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut reseed = Rng::for_stream(run.seed, &format!("env-runner-{index}"));
+        let collector = RolloutCollector::new(
+            VecEnv::new(envs)?,
+            settings.n_steps,
+            reseed.next_seed() >> 16,
+        )?;
+        Ok(Self {
+            collector,
+            policy,
+            version: None,
+            rng: Rng::for_stream(run.seed, &format!("runner-policy-{index}")),
+            reseed,
+            settings,
+            infer,
+        })
+    }
+}
+
+impl Runner for EnvRunner {
+    type Batch = RunnerBatch;
+
+    fn collect(&mut self, w: &Versioned) -> Result<(u64, RunnerBatch), RlError> {
+        if self.version != Some(w.version) {
+            self.policy =
+                load_module_tensors(self.policy.clone(), &w.weights, "weights", &self.infer)?;
+            self.version = Some(w.version);
+        }
+        let t0 = Instant::now();
+        let s = self.settings;
+        let info = self.collector.collect(
+            &self.policy,
+            &self.infer,
+            &mut self.rng,
+            s.gamma as f32,
+            s.gae_lambda as f32,
+            -1,
+        )?;
+        let space = self.collector.env.observation_space().clone();
+        let mut last_obs = Vec::new();
+        flatten_batch(&space, self.collector.last_obs(), &mut last_obs);
+        let batch = RunnerBatch {
+            buffer: self.collector.buffer.clone(),
+            last_obs,
+            last_dones: self.collector.last_episode_starts().to_vec(),
+            episodes: info.episodes,
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        Ok((w.version, batch))
+    }
+
+    fn reset(&mut self) -> Result<(), RlError> {
+        let seed = self.reseed.next_seed() >> 16;
+        self.collector.reset_envs(seed)?;
+        self.version = None;
+        Ok(())
+    }
+}
+
+/// The runners of an agent: in lockstep (the learner calls them in turn) or on threads.
+pub enum RunnerSet {
+    /// No threads; `latest` is what the runners act with.
+    Lockstep {
+        /// The runners.
+        runners: Vec<EnvRunner>,
+        /// The latest published weights.
+        latest: Arc<Versioned>,
+    },
+    /// One thread per runner.
+    Threads {
+        /// The threads.
+        pool: RunnerPool<EnvRunner>,
+        /// Batches in, weights out.
+        transport: Arc<ChannelTransport<RunnerBatch>>,
+        /// Panics and errors.
+        reports: Arc<RunnerReports>,
+    },
+}
+
+impl RunnerSet {
+    /// `num_runners` runners acting with `policy` (an inference copy), first with weights
+    /// `initial`; threaded unless `lockstep`, with a queue of `queue_size` batches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        settings: RunnerSettings,
+        num_runners: usize,
+        policy: &ActorCritic,
+        infer: &Device,
+        initial: Versioned,
+        lockstep: bool,
+        queue_size: usize,
+    ) -> Result<Self, RlError> {
+        let runners = (0..num_runners)
+            .map(|i| EnvRunner::new(run, make_env, settings, i, policy.valid(), infer.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(if lockstep {
+            RunnerSet::Lockstep {
+                runners,
+                latest: Arc::new(initial),
+            }
+        } else {
+            let transport = Arc::new(ChannelTransport::new(queue_size, initial));
+            let reports = Arc::new(RunnerReports::default());
+            let pool = RunnerPool::spawn(
+                runners,
+                transport.clone() as Arc<dyn Transport<RunnerBatch>>,
+                reports.clone(),
+            );
+            RunnerSet::Threads {
+                pool,
+                transport,
+                reports,
+            }
+        })
+    }
+
+    /// The next batch: from runner `i` in lockstep, else the oldest queued one (waiting up to
+    /// `timeout`).
+    pub fn next_batch(
+        &mut self,
+        i: usize,
+        timeout: Duration,
+    ) -> Result<Tagged<RunnerBatch>, RlError> {
+        match self {
+            RunnerSet::Lockstep { runners, latest } => {
+                let k = i % runners.len();
+                let (version, batch) = runners[k].collect(latest)?;
+                Ok(Tagged {
+                    version,
+                    runner: k,
+                    sent: Instant::now(),
+                    batch,
+                })
+            }
+            RunnerSet::Threads { transport, .. } => transport.recv(timeout).ok_or_else(|| {
+                RlError::Other(format!(
+                    "no batch from the env runners within learner_queue_timeout = {} s",
+                    timeout.as_secs_f64()
+                ))
+            }),
+        }
+    }
+
+    /// Makes `w` the weights the runners act with next.
+    pub fn publish(&mut self, w: Arc<Versioned>) {
+        match self {
+            RunnerSet::Lockstep { latest, .. } => *latest = w,
+            RunnerSet::Threads { transport, .. } => transport.publish(w),
+        }
+    }
+
+    /// `(queued batches, runner restarts)`.
+    pub fn health(&self) -> (usize, u64) {
+        match self {
+            RunnerSet::Lockstep { .. } => (0, 0),
+            RunnerSet::Threads {
+                transport, reports, ..
+            } => (transport.queue_len(), reports.panics.load(Ordering::SeqCst)),
+        }
+    }
+
+    /// Whether the learner calls the runners itself.
+    pub fn is_lockstep(&self) -> bool {
+        matches!(self, RunnerSet::Lockstep { .. })
+    }
+
+    /// Normalization statistics of the first lockstep runner's first env (threaded runners'
+    /// envs live on their threads: None).
+    pub fn env_stats(&self) -> Option<Vec<serde_json::Value>> {
+        match self {
+            RunnerSet::Lockstep { runners, .. } => {
+                Some(runners[0].collector.env.envs()[0].save_stats())
+            }
+            RunnerSet::Threads { .. } => None,
+        }
+    }
+
+    /// Lockstep runners' states for a checkpoint (empty for threaded ones, which start new
+    /// episodes after a load).
+    pub fn states(&self) -> Result<Vec<RunnerState>, RlError> {
+        match self {
+            RunnerSet::Lockstep { runners, .. } => runners
+                .iter()
+                .map(|r| {
+                    Ok(RunnerState {
+                        collector: r.collector.state()?,
+                        rng: r.rng.clone(),
+                        reseed: r.reseed.clone(),
+                    })
+                })
+                .collect(),
+            RunnerSet::Threads { .. } => Ok(Vec::new()),
+        }
+    }
+
+    /// Restores what [`states`](Self::states) saved and publishes `weights`; `file` names
+    /// the checkpoint file in errors.
+    pub fn restore(
+        &mut self,
+        states: Vec<RunnerState>,
+        weights: Arc<Versioned>,
+        file: &str,
+    ) -> Result<(), RlError> {
+        if let RunnerSet::Lockstep { runners, .. } = self {
+            if states.len() != runners.len() {
+                return Err(RlError::Config(format!(
+                    "{file}: runners: {} saved, the run has {}",
+                    states.len(),
+                    runners.len()
+                )));
+            }
+            for (r, st) in runners.iter_mut().zip(states) {
+                r.collector.restore(&st.collector)?;
+                r.rng = st.rng;
+                r.reseed = st.reseed;
+            }
+        }
+        self.publish(weights);
+        Ok(())
+    }
+}
+
+impl Drop for RunnerSet {
+    fn drop(&mut self) {
+        if let RunnerSet::Threads {
+            pool, transport, ..
+        } = self
+        {
+            pool.shutdown(transport.as_ref());
+        }
+    }
+}
+
+/// What an actor-learner agent configures in the shared shell.
+#[derive(Debug, Clone, Copy)]
+pub struct LearnerSettings {
+    /// Env runners.
+    pub num_env_runners: usize,
+    /// Runners and learner take turns (no threads).
+    pub lockstep: bool,
+    /// Batches the queue holds.
+    pub learner_queue_size: usize,
+    /// Seconds to wait for a batch.
+    pub learner_queue_timeout: f64,
+    /// Drop batches older than this many versions.
+    pub max_policy_lag: Option<u64>,
+    /// Learner updates between weight broadcasts.
+    pub broadcast_interval: u64,
+    /// The runners' rollouts.
+    pub runner: RunnerSettings,
+}
+
+/// What one `train` call took in: env steps, finished episodes, collection time.
+#[derive(Debug, Default)]
+pub struct Took {
+    /// Env steps in the batches taken (admitted or dropped).
+    pub steps: u64,
+    /// Episodes that finished in them.
+    pub episodes: Vec<EpisodeStats>,
+    /// Seconds the runners spent collecting them.
+    pub collect_seconds: f64,
+}
+
+/// Counters and generators the shell saves in `state.json` (the algorithm adds its own
+/// entries beside them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoreState {
+    /// Env steps.
+    pub num_timesteps: u64,
+    /// `train` calls.
+    pub iterations: u64,
+    /// Budget.
+    pub total_timesteps: u64,
+    /// Learner updates (the policy version).
+    pub version: u64,
+    /// Updates since the last broadcast.
+    pub updates_since_broadcast: u64,
+    /// Optimizer steps.
+    pub optimizer_steps: u64,
+    /// Batches dropped for their lag.
+    pub dropped_batches: u64,
+    /// The learner's generator.
+    pub rng: Rng,
+    /// `predict`'s generator.
+    pub rng_predict: Rng,
+    /// Lockstep runners (empty for threaded ones).
+    pub runners: Vec<RunnerState>,
+}
+
+/// The shell of an actor-learner agent: the learner's policy and optimizer, the runners, the
+/// policy-lag intake, counters, generators, `predict` and checkpoints.
+pub struct ActorLearnerCore {
+    /// The run configuration.
+    pub run: RunConfig,
+    /// The autodiff device of the learner.
+    pub device: Device,
+    /// The learner's policy.
+    pub policy: ActorCritic,
+    /// Its optimizer.
+    pub opt: FlatOptimizer,
+    /// Learner updates so far.
+    pub version: u64,
+    updates_since_broadcast: u64,
+    /// The env runners.
+    pub runners: RunnerSet,
+    /// Lag measurement and dropping.
+    pub intake: Intake,
+    /// The learner's generator (replay, minibatches).
+    pub rng: Rng,
+    rng_predict: Rng,
+    /// Env steps so far.
+    pub num_timesteps: u64,
+    /// `train` calls so far.
+    pub iterations: u64,
+    /// Budget the schedules refer to.
+    pub total_timesteps: u64,
+    /// Observation space.
+    pub obs_space: Space,
+    /// Action space.
+    pub act_space: Space,
+    env_stats: Vec<serde_json::Value>,
+    /// The settings.
+    pub settings: LearnerSettings,
+}
+
+impl ActorLearnerCore {
+    /// A fresh shell: the policy (from the run's `init` stream) on `device.autodiff()`, the
+    /// runners acting on `device` with its inference copy.
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        kw: &PolicyKwargs,
+        opt: FlatOptimizer,
+        settings: LearnerSettings,
+    ) -> Result<Self, RlError> {
+        let infer = device.clone();
+        let device = device.clone().autodiff();
+        let probe = make_env(run)?;
+        let (obs_space, act_space) = (
+            probe.observation_space().clone(),
+            probe.action_space().clone(),
+        );
+        let env_stats = probe.save_stats();
+        let policy = ActorCritic::new(
+            &obs_space,
+            &act_space,
+            kw,
+            &mut Rng::for_stream(run.seed, "init"),
+            &device,
+        )
+        .map_err(RlError::Config)?;
+        let initial = Versioned {
+            version: 0,
+            weights: module_tensors(&policy),
+        };
+        let runners = RunnerSet::new(
+            run,
+            make_env,
+            settings.runner,
+            settings.num_env_runners,
+            &policy,
+            &infer,
+            initial,
+            settings.lockstep,
+            settings.learner_queue_size,
+        )?;
+        Ok(Self {
+            run: run.clone(),
+            device,
+            policy,
+            opt,
+            version: 0,
+            updates_since_broadcast: 0,
+            runners,
+            intake: Intake::new(settings.max_policy_lag),
+            rng: Rng::for_stream(run.seed, "learner"),
+            rng_predict: Rng::for_stream(run.seed, "predict"),
+            num_timesteps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+            obs_space,
+            act_space,
+            env_stats,
+            settings,
+        })
+    }
+
+    /// The next batch for the learner (runner `i`'s in lockstep), counted in `took`; None when
+    /// it is dropped for its lag.
+    pub fn next_admitted(
+        &mut self,
+        i: usize,
+        took: &mut Took,
+    ) -> Result<Option<RunnerBatch>, RlError> {
+        let timeout = Duration::from_secs_f64(self.settings.learner_queue_timeout);
+        let t = self.runners.next_batch(i, timeout)?;
+        let b = &t.batch;
+        let n = b.buffer.len() as u64;
+        took.steps += n;
+        took.collect_seconds += b.seconds;
+        took.episodes.extend(b.episodes.iter().copied());
+        self.num_timesteps += n;
+        Ok(self.intake.admit(t, self.version).map(|t| t.batch))
+    }
+
+    /// Counts a learner update and broadcasts the weights when due.
+    pub fn updated(&mut self) {
+        self.version += 1;
+        self.updates_since_broadcast += 1;
+        if self.updates_since_broadcast >= self.settings.broadcast_interval {
+            self.updates_since_broadcast = 0;
+            let w = Arc::new(Versioned {
+                version: self.version,
+                weights: module_tensors(&self.policy),
+            });
+            self.runners.publish(w);
+        }
+    }
+
+    /// Counts the iteration and adds the lag, queue, restart and throughput metrics and
+    /// CleanRL's charts; checks that every metric is finite.
+    pub fn finish(
+        &mut self,
+        m: &mut Metrics,
+        took: &Took,
+        started: Instant,
+    ) -> Result<(), RlError> {
+        self.iterations += 1;
+        let (lag, queued) = self.intake.take_lags();
+        m.insert("perf/policy_lag".into(), lag);
+        m.insert("time/queue_seconds".into(), queued);
+        m.insert("perf/dropped_batches".into(), self.intake.dropped as f64);
+        m.insert("perf/learner_version".into(), self.version as f64);
+        let (queue_len, restarts) = self.runners.health();
+        m.insert("perf/learner_queue_len".into(), queue_len as f64);
+        m.insert("perf/runner_restarts".into(), restarts as f64);
+        m.insert(
+            "perf/env_steps_per_s".into(),
+            took.steps as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        );
+        // Lockstep collection is part of the iteration; threaded runners collect while the
+        // learner works, so only the learner's time counts as update time.
+        let rollout_s = if self.runners.is_lockstep() {
+            took.collect_seconds
+        } else {
+            0.0
+        };
+        iteration_charts(m, &took.episodes, took.steps, rollout_s, started);
+        rl_core::algorithm::check_finite(self.num_timesteps, m)
+    }
+
+    /// Actions for raw observations (deterministic: the mode), clipped to Box bounds.
+    pub fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+        let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
+        let infer = self.device.clone().inner();
+        let mut a = self.policy.valid().sample_actions(
+            tensor2(flat, n, self.obs_space.flat_dim(), &infer),
+            &mut self.rng_predict,
+            deterministic,
+        );
+        self.act_space.clip_to_bounds(&mut a);
+        Ok(a)
+    }
+
+    /// Normalization statistics an evaluation env needs.
+    pub fn env_stats(&self) -> Vec<serde_json::Value> {
+        self.runners
+            .env_stats()
+            .unwrap_or_else(|| self.env_stats.clone())
+    }
+
+    /// Writes a checkpoint: `config.yaml` (with `cfg`), the policy, the optimizer, `extra`
+    /// files and `state.json` (the shell's [`CoreState`] and `extra_state`).
+    pub fn save(
+        &self,
+        dir: &Path,
+        name: &str,
+        cfg: &impl Serialize,
+        extra: Vec<(&'static str, Vec<u8>)>,
+        extra_state: Map<String, serde_json::Value>,
+    ) -> Result<(), RlError> {
+        let mut opt = TensorMap::default();
+        let steps = self.opt.save("optimizer", &mut opt);
+        let core = CoreState {
+            num_timesteps: self.num_timesteps,
+            iterations: self.iterations,
+            total_timesteps: self.total_timesteps,
+            version: self.version,
+            updates_since_broadcast: self.updates_since_broadcast,
+            optimizer_steps: steps,
+            dropped_batches: self.intake.dropped,
+            rng: self.rng.clone(),
+            rng_predict: self.rng_predict.clone(),
+            runners: self.runners.states()?,
+        };
+        let mut state = match serde_json::to_value(core).expect("serializable") {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!("a struct serializes to an object"),
+        };
+        state.extend(extra_state);
+        let mut files = vec![
+            (
+                "config.yaml",
+                run_yaml(&self.run, self.total_timesteps, cfg)?,
+            ),
+            ("model.safetensors", module_tensors(&self.policy).to_bytes()),
+            ("optimizer.safetensors", opt.to_bytes()),
+        ];
+        files.extend(extra);
+        files.push((
+            "state.json",
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        write_checkpoint(dir, name, &files)?;
+        Ok(())
+    }
+
+    /// Restores what [`save`](Self::save) wrote; returns `state.json` for the algorithm's
+    /// own entries.
+    pub fn restore(&mut self, ck: &Checkpoint) -> Result<Map<String, serde_json::Value>, RlError> {
+        let raw: Map<String, serde_json::Value> = read_json(ck, "state.json")?;
+        let s: CoreState = read_json(ck, "state.json")?;
+        self.policy = read_module(ck, "model.safetensors", self.policy.clone(), &self.device)?;
+        let file = ck.path_of("optimizer.safetensors");
+        let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
+        self.opt.load(
+            "optimizer",
+            &mut map,
+            s.optimizer_steps,
+            num_params(&self.policy),
+            &file,
+            &self.device,
+        )?;
+        self.num_timesteps = s.num_timesteps;
+        self.iterations = s.iterations;
+        self.total_timesteps = s.total_timesteps;
+        self.version = s.version;
+        self.updates_since_broadcast = s.updates_since_broadcast;
+        self.intake.dropped = s.dropped_batches;
+        self.rng = s.rng;
+        self.rng_predict = s.rng_predict;
+        let weights = Arc::new(Versioned {
+            version: self.version,
+            weights: module_tensors(&self.policy),
+        });
+        self.runners
+            .restore(s.runners, weights, &ck.path_of("state.json"))?;
+        Ok(raw)
+    }
+}
+
+/// Fails with [`RlError::NonFinite`] naming the first of `losses` that is NaN or infinite.
+pub fn check_losses(step: u64, losses: &[(&str, f64)]) -> Result<(), RlError> {
+    match losses.iter().find(|(_, v)| !v.is_finite()) {
+        Some((name, v)) => Err(RlError::NonFinite {
+            step,
+            metric: name.to_string(),
+            value: *v,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The [`Algorithm`](rl_core::algorithm::Algorithm) accessors, `predict` and `env_stats` of an
+/// agent with an [`ActorLearnerCore`] field `core`.
+#[macro_export]
+macro_rules! actor_learner_accessors {
+    ($name:expr) => {
+        $crate::agent::__rl_core::algorithm_counters!($name);
+        fn env_stats(&self) -> Vec<$crate::agent::__rl_core::agent::__serde_json::Value> {
+            self.core.env_stats()
+        }
+        fn predict(
+            &mut self,
+            obs: &[f32],
+            deterministic: bool,
+        ) -> Result<Vec<f32>, $crate::agent::__rl_core::RlError> {
+            self.core.predict(obs, deterministic)
+        }
+    };
+}
+
+/// `γ (1 − done_t)` for every step of a batch laid out `[T][N]`: step `t` of env `e` ended an
+/// episode when the next observation starts one (`episode_starts[t + 1]`, or `last_dones`
+/// after the last step). Truncated episodes count as ended here: their reward already holds
+/// `γ V(final observation)` from the runner.
+pub fn discounts(buf: &RolloutBuffer, last_dones: &[f32], gamma: f64) -> Vec<f64> {
+    let (t_len, n) = (buf.n_steps, buf.n_envs);
+    (0..t_len * n)
+        .map(|i| {
+            let (t, e) = (i / n, i % n);
+            let done = if t + 1 < t_len {
+                buf.episode_starts[(t + 1) * n + e]
+            } else {
+                last_dones[e]
+            };
+            gamma * (1.0 - done as f64)
+        })
+        .collect()
+}
+
+/// V-trace for a batch: behaviour log-probabilities from the runner, `target_logp` and
+/// `values` (`[T·N]`) from the learner's current policy, `bootstrap` its values of the
+/// observations after the last step (`[N]`).
+#[allow(clippy::too_many_arguments)]
+pub fn batch_vtrace(
+    buf: &RolloutBuffer,
+    last_dones: &[f32],
+    target_logp: &[f32],
+    values: &[f32],
+    bootstrap: &[f32],
+    gamma: f64,
+    rho_bar: f64,
+    c_bar: f64,
+) -> VTraceOutput {
+    let f = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    let log_rhos: Vec<f64> = target_logp
+        .iter()
+        .zip(&buf.log_probs)
+        .map(|(&t, &b)| t as f64 - b as f64)
+        .collect();
+    vtrace(
+        &VTraceInput {
+            log_rhos: &log_rhos,
+            discounts: &discounts(buf, last_dones, gamma),
+            rewards: &f(&buf.rewards),
+            values: &f(values),
+            bootstrap_value: &f(bootstrap),
+        },
+        buf.n_envs,
+        rho_bar,
+        c_bar,
+        rho_bar,
+    )
+}
