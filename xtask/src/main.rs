@@ -185,13 +185,13 @@ fn cases(quick: bool) -> Vec<Case> {
             peer: false,
         },
         Case {
-            name: "PPO CartPole-v1 1M, synchronous, 16 envs × 128 steps, 4 epochs of 256 (APPO's network and batch)",
+            name: "PPO CartPole-v1 1M, synchronous, 8 envs × 128 steps, 4 epochs of 256 (APPO's network, batch and steps per update)",
             config: "examples/configs/ppo_cartpole.yaml",
             seeds: vec![0],
             sb3: "ppo_cartpole_sync_appo",
             overrides: &[
                 "total_timesteps=1000000",
-                "n_envs=16",
+                "n_envs=8",
                 "algo_kwargs.n_steps=128",
                 "algo_kwargs.batch_size=256",
                 "algo_kwargs.n_epochs=4",
@@ -199,15 +199,15 @@ fn cases(quick: bool) -> Vec<Case> {
             peer: false,
         },
         Case {
-            name: "PPO CartPole-v1 1M, synchronous, 16 envs, 20 steps (IMPALA's network and batch)",
+            name: "PPO CartPole-v1 1M, synchronous, 8 envs × 20 steps, 1 epoch of 160 (IMPALA's network, batch and steps per update)",
             config: "examples/configs/ppo_cartpole.yaml",
             seeds: vec![0],
             sb3: "ppo_cartpole_sync16",
             overrides: &[
                 "total_timesteps=1000000",
-                "n_envs=16",
+                "n_envs=8",
                 "algo_kwargs.n_steps=20",
-                "algo_kwargs.batch_size=320",
+                "algo_kwargs.batch_size=160",
                 "algo_kwargs.n_epochs=1",
             ],
             peer: false,
@@ -424,7 +424,7 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
             );
             let ret = s["eval_mean_return"].as_f64().unwrap_or(f64::NAN);
             // Population methods log the episodes (evaluations) of each iteration.
-            let episodes = csv_sum(&dir, "charts/episodes");
+            let episodes = csv_sum(&dir, "perf/episodes");
             let eps = if episodes > 0.0 {
                 format!("{:.0}", episodes / wall)
             } else {

@@ -220,7 +220,7 @@ impl EvolutionCore {
         m.insert("perf/env_steps_per_s".into(), steps as f64 / secs);
         m.insert("perf/evaluations_per_s".into(), eps.len() as f64 / secs);
         m.insert("perf/num_workers".into(), self.pool.num_workers() as f64);
-        m.insert("charts/episodes".into(), eps.len() as f64);
+        m.insert("perf/episodes".into(), eps.len() as f64);
     }
 
     /// Deterministic actions of the current parameters for raw observations (rows).
