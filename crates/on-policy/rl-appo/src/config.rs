@@ -28,7 +28,9 @@ pub struct AppoConfig {
     pub gamma: f64,
     /// Advantages by V-trace (else GAE from the runners' behaviour values).
     pub vtrace: bool,
-    /// GAE λ (with `vtrace: false`).
+    /// With `vtrace: false`: GAE advantages (else λ = 1, discounted returns minus values).
+    pub use_gae: bool,
+    /// GAE λ (with `vtrace: false` and `use_gae`).
     #[serde(alias = "lambda_", alias = "lambda")]
     pub gae_lambda: f64,
     /// V-trace ρ̄.
@@ -95,6 +97,7 @@ impl Default for AppoConfig {
             clip_range: 0.2,
             gamma: 0.99,
             vtrace: true,
+            use_gae: true,
             gae_lambda: 1.0,
             vtrace_clip_rho: 1.0,
             vtrace_clip_c: 1.0,

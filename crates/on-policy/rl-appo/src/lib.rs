@@ -69,7 +69,7 @@ impl Appo {
                 n_steps: cfg.n_steps,
                 num_envs: cfg.num_envs_per_env_runner,
                 gamma: cfg.gamma,
-                gae_lambda: cfg.gae_lambda,
+                gae_lambda: if cfg.use_gae { cfg.gae_lambda } else { 1.0 },
             },
         };
         let core = ActorLearnerCore::new(

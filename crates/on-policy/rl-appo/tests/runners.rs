@@ -36,6 +36,7 @@ fn options_run_and_async_reports_lag() {
     let dev = Device::flex();
     for extra in [
         "  lockstep: true\n  vtrace: false\n  gae_lambda: 0.9\n",
+        "  lockstep: true\n  vtrace: false\n  use_gae: false\n",
         "  lockstep: true\n  use_kl_loss: true\n",
         "  learner_queue_size: 2\n",
     ] {
