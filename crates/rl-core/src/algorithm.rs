@@ -39,6 +39,18 @@ pub enum RlError {
     Other(String),
 }
 
+/// Fails with [`RlError::NonFinite`] naming the first of `losses` that is NaN or infinite.
+pub fn check_losses(step: u64, losses: &[(&str, f64)]) -> Result<(), RlError> {
+    match losses.iter().find(|(_, v)| !v.is_finite()) {
+        Some((name, v)) => Err(RlError::NonFinite {
+            step,
+            metric: name.to_string(),
+            value: *v,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Fails with [`RlError::NonFinite`] if any metric is NaN or infinite.
 pub fn check_finite(step: u64, metrics: &Metrics) -> Result<(), RlError> {
     for (k, &v) in metrics {

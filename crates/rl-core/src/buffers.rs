@@ -100,10 +100,9 @@ impl RolloutBuffer {
     }
 
     /// Makes room for `state_dim` floats of recurrent state per step and env.
-    pub fn with_state_dim(mut self, state_dim: usize) -> Self {
+    pub fn set_state_dim(&mut self, state_dim: usize) {
         self.state_dim = state_dim;
         self.states = vec![0.0; self.len() * state_dim];
-        self
     }
 
     /// Stores the recurrent states the next step (the one [`add`](Self::add) stores next)

@@ -165,13 +165,7 @@ impl DqnLearner {
                 None => p.grads,
             });
         }
-        if !lv.is_finite() {
-            return Err(RlError::NonFinite {
-                step: self.num_timesteps,
-                metric: "losses/td_loss".into(),
-                value: lv,
-            });
-        }
+        rl_core::algorithm::check_losses(self.num_timesteps, &[("losses/td_loss", lv)])?;
         let g = g_sum.expect("at least one half");
         let (online, stats) = self.opt.step_flat(lr, self.online.clone(), g);
         self.online = online;

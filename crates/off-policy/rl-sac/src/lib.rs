@@ -309,18 +309,10 @@ impl SacLearner {
                 None => g,
             });
         }
-        if !(al.is_finite() && cl.is_finite()) {
-            return Err(RlError::NonFinite {
-                step: self.num_timesteps,
-                metric: if cl.is_finite() {
-                    "losses/actor_loss"
-                } else {
-                    "losses/qf_loss"
-                }
-                .into(),
-                value: if cl.is_finite() { al } else { cl },
-            });
-        }
+        rl_core::algorithm::check_losses(
+            self.num_timesteps,
+            &[("losses/qf_loss", cl), ("losses/actor_loss", al)],
+        )?;
         let g = g_sum.expect("at least one half");
         let (actor, _) = self.opt_actor.step_flat(lr_a, self.actor.clone(), g);
         self.actor = actor;

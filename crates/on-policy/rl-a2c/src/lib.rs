@@ -94,21 +94,15 @@ impl Learner for A2cLearner {
             scalar(&l.entropy),
             scalar(&l.total),
         );
-        if !tl.is_finite() {
-            let (metric, value) = [
+        rl_core::algorithm::check_losses(
+            self.num_timesteps,
+            &[
                 ("losses/policy_loss", pl),
                 ("losses/value_loss", vl),
                 ("losses/entropy_loss", el),
-            ]
-            .into_iter()
-            .find(|(_, v)| !v.is_finite())
-            .unwrap_or(("losses/total_loss", tl));
-            return Err(RlError::NonFinite {
-                step: self.num_timesteps,
-                metric: metric.into(),
-                value,
-            });
-        }
+                ("losses/total_loss", tl),
+            ],
+        )?;
         let g = flat_grads(&self.policy, l.total.backward(), dev);
         let (policy, stats) = self.opt.step_flat(lr, self.policy.clone(), g);
         self.policy = policy;

@@ -27,7 +27,6 @@ use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{module_tensors, polyak};
 use rl_on_policy::actor_learner::{
     ActorLearnerCore, LearnerSettings, RunnerBatch, RunnerSettings, Took, batch_vtrace,
-    check_losses,
 };
 use rl_on_policy::{ActorCritic, actor_critic_grads};
 use std::collections::VecDeque;
@@ -117,9 +116,8 @@ impl Appo {
         &self.core.policy
     }
 
-    /// `n_epochs` passes over circular-buffer entry `j`.
-    fn train_on(&mut self, j: usize, stats: &mut Stats) -> Result<(), RlError> {
-        let batch = self.circular[j].0.clone();
+    /// `n_epochs` passes over `batch` (taken out of the circular buffer meanwhile).
+    fn train_on(&mut self, batch: &RunnerBatch, stats: &mut Stats) -> Result<(), RlError> {
         let cfg = &self.cfg;
         let core = &mut self.core;
         let buf: &RolloutBuffer = &batch.buffer;
@@ -206,22 +204,23 @@ impl Appo {
                     (total, (h(pg), h(ent), h(kl), r))
                 };
                 let critic = || {
-                    let err = tensor1(pick(&targets), dev) - policy.values(obs.clone());
-                    let vf = (err.clone() * err).mean().mul_scalar(0.5);
+                    let vf = rl_on_policy::loss::half_mse(
+                        tensor1(pick(&targets), dev),
+                        policy.values(obs.clone()),
+                    );
                     let h = host(vf.clone().inner())[0] as f64;
                     (vf.mul_scalar(cfg.vf_coef), h)
                 };
                 let (g, (pg, ent, kl, ratio), vf) = actor_critic_grads(policy, dev, actor, critic);
-                check_losses(
-                    core.num_timesteps,
+                let grad_norm = core.apply_gradient(
+                    lr,
+                    g,
                     &[
                         ("losses/policy_loss", pg),
                         ("losses/value_loss", vf),
                         ("losses/entropy_loss", ent),
                     ],
                 )?;
-                let (p, st) = core.opt.step_flat(lr, core.policy.clone(), g);
-                core.policy = p;
                 stats.pg.push(pg);
                 stats.vf.push(vf);
                 stats.ent.push(-ent);
@@ -230,7 +229,7 @@ impl Appo {
                 stats
                     .clipfrac
                     .push(rl_on_policy::loss::clip_fraction(&ratio, cfg.clip_range));
-                stats.grad_norm.push(st.grad_norm as f64);
+                stats.grad_norm.push(grad_norm as f64);
             }
         }
         core.updated();
@@ -264,10 +263,13 @@ impl Algorithm for Appo {
             self.circular
                 .push_back((batch, self.cfg.circular_buffer_iterations_per_batch));
             let j = self.core.rng.below(self.circular.len() as u64) as usize;
-            self.train_on(j, &mut stats)?;
-            self.circular[j].1 -= 1;
-            if self.circular[j].1 == 0 {
-                self.circular.remove(j);
+            let (batch, uses) = self
+                .circular
+                .remove(j)
+                .expect("index drawn below the length");
+            self.train_on(&batch, &mut stats)?;
+            if uses > 1 {
+                self.circular.insert(j, (batch, uses - 1));
             }
         }
         let mean = rl_on_policy::loss::mean;

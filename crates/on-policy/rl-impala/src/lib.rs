@@ -22,9 +22,7 @@ use rl_core::config::{AlgoConfig, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 pub use rl_on_policy::actor_learner::RunnerBatch;
-use rl_on_policy::actor_learner::{
-    ActorLearnerCore, LearnerSettings, RunnerSettings, Took, check_losses,
-};
+use rl_on_policy::actor_learner::{ActorLearnerCore, LearnerSettings, RunnerSettings, Took};
 use rl_on_policy::{ActorCritic, actor_critic_grads};
 use std::collections::VecDeque;
 use std::path::Path;
@@ -112,84 +110,81 @@ impl Impala {
     pub fn version(&self) -> u64 {
         self.core.version
     }
+}
 
-    /// One V-trace update on `batch`.
-    fn learn(&mut self, batch: &RunnerBatch, stats: &mut UpdateStats) -> Result<(), RlError> {
-        let core = &mut self.core;
-        let buf = &batch.buffer;
-        let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(core.num_timesteps, core.total_timesteps);
-        let ent_coef = self
-            .cfg
-            .ent_coef
-            .value(core.num_timesteps, core.total_timesteps);
-        let dev = &core.device;
-        let obs = tensor2(buf.obs.clone(), b, od, dev);
-        let actions = tensor2(buf.actions.clone(), b, ad, dev);
-        // Targets from the current policy, without gradients.
-        let valid = core.policy.valid();
-        let infer = dev.clone().inner();
-        let out = valid.forward(tensor2(buf.obs.clone(), b, od, &infer));
-        let target_logp = host(valid.dist.log_prob(
-            out.params,
-            out.log_std,
-            tensor2(buf.actions.clone(), b, ad, &infer),
-        ));
-        let values = host(out.values);
-        let bootstrap = host(valid.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
-        let vt = loss::batch_vtrace(
-            buf,
-            &batch.last_dones,
-            &target_logp,
-            &values,
-            &bootstrap,
-            self.cfg.gamma,
-            self.cfg.vtrace_clip_rho,
-            self.cfg.vtrace_clip_c,
-        );
-        let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-        let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
-        let (policy, cfg) = (&core.policy, &self.cfg);
-        let actor = || {
-            let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
-            let pg = (tensor1(pg_adv, dev) * logp.clone()).mean().neg();
-            let ent = rl_on_policy::loss::entropy_loss(entropy, logp);
-            let hs = (
-                host(pg.clone().inner())[0] as f64,
-                host(ent.clone().inner())[0] as f64,
-            );
-            (pg + ent.mul_scalar(ent_coef), hs)
-        };
-        let critic = || {
-            let err = tensor1(vs, dev) - policy.values(obs.clone());
-            let vf = (err.clone() * err).mean().mul_scalar(0.5);
-            let h = host(vf.clone().inner())[0] as f64;
-            (vf.mul_scalar(cfg.vf_coef), h)
-        };
-        let (g, (pg, ent), vf) = actor_critic_grads(policy, dev, actor, critic);
-        check_losses(
-            core.num_timesteps,
-            &[
-                ("losses/policy_loss", pg),
-                ("losses/value_loss", vf),
-                ("losses/entropy_loss", ent),
-            ],
-        )?;
-        let (p, st) = core.opt.step_flat(lr, core.policy.clone(), g);
-        core.policy = p;
-        stats.pg.push(pg);
-        stats.vf.push(vf);
-        stats.ent.push(-ent);
-        stats.grad_norm.push(st.grad_norm as f64);
-        stats
-            .rho
-            .push(vt.clipped_rhos.iter().sum::<f64>() / vt.clipped_rhos.len().max(1) as f64);
-        core.updated();
-        Ok(())
-    }
+/// One V-trace update of `core`'s policy on `batch` (a function of the shell and the
+/// hyperparameters, so replayed batches need not be copied out of the agent).
+fn learn(
+    core: &mut ActorLearnerCore,
+    cfg: &ImpalaConfig,
+    batch: &RunnerBatch,
+    stats: &mut UpdateStats,
+) -> Result<(), RlError> {
+    let buf = &batch.buffer;
+    let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
+    let lr = cfg
+        .learning_rate
+        .value(core.num_timesteps, core.total_timesteps);
+    let ent_coef = cfg.ent_coef.value(core.num_timesteps, core.total_timesteps);
+    let dev = &core.device;
+    let obs = tensor2(buf.obs.clone(), b, od, dev);
+    let actions = tensor2(buf.actions.clone(), b, ad, dev);
+    // Targets from the current policy, without gradients (the same tensors, off the tape).
+    let valid = core.policy.valid();
+    let out = valid.forward(obs.clone().inner());
+    let target_logp = host(
+        valid
+            .dist
+            .log_prob(out.params, out.log_std, actions.clone().inner()),
+    );
+    let values = host(out.values);
+    let infer = dev.clone().inner();
+    let bootstrap = host(valid.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
+    let vt = loss::batch_vtrace(
+        buf,
+        &batch.last_dones,
+        &target_logp,
+        &values,
+        &bootstrap,
+        cfg.gamma,
+        cfg.vtrace_clip_rho,
+        cfg.vtrace_clip_c,
+    );
+    let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
+    let policy = &core.policy;
+    let scalar = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
+    let actor = || {
+        let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
+        let pg = loss::policy_gradient_loss(logp.clone(), tensor1(pg_adv, dev));
+        let ent = rl_on_policy::loss::entropy_loss(entropy, logp);
+        let hs = (scalar(&pg), scalar(&ent));
+        (pg + ent.mul_scalar(ent_coef), hs)
+    };
+    let critic = || {
+        let vf = rl_on_policy::loss::half_mse(tensor1(vs, dev), policy.values(obs.clone()));
+        let h = scalar(&vf);
+        (vf.mul_scalar(cfg.vf_coef), h)
+    };
+    let (g, (pg, ent), vf) = actor_critic_grads(policy, dev, actor, critic);
+    let grad_norm = core.apply_gradient(
+        lr,
+        g,
+        &[
+            ("losses/policy_loss", pg),
+            ("losses/value_loss", vf),
+            ("losses/entropy_loss", ent),
+        ],
+    )?;
+    stats.pg.push(pg);
+    stats.vf.push(vf);
+    stats.ent.push(-ent);
+    stats.grad_norm.push(grad_norm as f64);
+    stats
+        .rho
+        .push(vt.clipped_rhos.iter().sum::<f64>() / vt.clipped_rhos.len().max(1) as f64);
+    core.updated();
+    Ok(())
 }
 
 impl Algorithm for Impala {
@@ -205,7 +200,7 @@ impl Algorithm for Impala {
             let Some(batch) = self.core.next_admitted(i, &mut took)? else {
                 continue;
             };
-            self.learn(&batch, &mut stats)?;
+            learn(&mut self.core, &self.cfg, &batch, &mut stats)?;
             if self.cfg.replay_buffer_num_slots > 0 {
                 let p = self.cfg.replay_proportion;
                 let mut k = p.floor() as u64;
@@ -214,8 +209,7 @@ impl Algorithm for Impala {
                 }
                 for _ in 0..k.min(self.replay.len() as u64) {
                     let j = self.core.rng.below(self.replay.len() as u64) as usize;
-                    let old = self.replay[j].clone();
-                    self.learn(&old, &mut stats)?;
+                    learn(&mut self.core, &self.cfg, &self.replay[j], &mut stats)?;
                     replayed += 1;
                 }
                 if self.replay.len() == self.cfg.replay_buffer_num_slots {

@@ -4,8 +4,14 @@
 use rl_core::burn::tensor::Tensor;
 pub use rl_on_policy::actor_learner::{batch_vtrace, discounts};
 
+/// The policy-gradient term `−mean(A_pg · log π)`.
+pub fn policy_gradient_loss(log_prob: Tensor<1>, pg_advantages: Tensor<1>) -> Tensor<1> {
+    (pg_advantages * log_prob).mean().neg()
+}
+
 /// `(policy_loss, value_loss, entropy_loss)`: `−mean(A_pg · log π)`,
-/// `0.5 · mean((v_s − V)²)` and `−mean(entropy)` (`mean(log π)` without a closed form).
+/// `0.5 · mean((v_s − V)²)` and `−mean(entropy)` (`mean(log π)` without a closed form) — the
+/// terms [`crate::Impala`]'s update adds up.
 pub fn impala_loss(
     log_prob: Tensor<1>,
     entropy: Option<Tensor<1>>,
@@ -13,9 +19,8 @@ pub fn impala_loss(
     vs: Tensor<1>,
     pg_advantages: Tensor<1>,
 ) -> (Tensor<1>, Tensor<1>, Tensor<1>) {
-    let pg = (pg_advantages * log_prob.clone()).mean().neg();
-    let err = vs - values;
-    let vf = (err.clone() * err).mean().mul_scalar(0.5);
+    let pg = policy_gradient_loss(log_prob.clone(), pg_advantages);
+    let vf = rl_on_policy::loss::half_mse(vs, values);
     let ent = rl_on_policy::loss::entropy_loss(entropy, log_prob);
     (pg, vf, ent)
 }

@@ -174,30 +174,26 @@ pub enum RunnerSet {
 }
 
 impl RunnerSet {
-    /// `num_runners` runners acting with `policy` (an inference copy), first with weights
-    /// `initial`; threaded unless `lockstep`, with a queue of `queue_size` batches.
-    #[allow(clippy::too_many_arguments)]
+    /// The runners of `s` acting with `policy` (an inference copy on `infer`), first with
+    /// weights `initial`; threaded unless `s.lockstep`.
     pub fn new(
         run: &RunConfig,
         make_env: EnvMaker<'_>,
-        settings: RunnerSettings,
-        num_runners: usize,
+        s: &LearnerSettings,
         policy: &ActorCritic,
         infer: &Device,
         initial: Versioned,
-        lockstep: bool,
-        queue_size: usize,
     ) -> Result<Self, RlError> {
-        let runners = (0..num_runners)
-            .map(|i| EnvRunner::new(run, make_env, settings, i, policy.valid(), infer.clone()))
+        let runners = (0..s.num_env_runners)
+            .map(|i| EnvRunner::new(run, make_env, s.runner, i, policy.valid(), infer.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(if lockstep {
+        Ok(if s.lockstep {
             RunnerSet::Lockstep {
                 runners,
                 latest: Arc::new(initial),
             }
         } else {
-            let transport = Arc::new(ChannelTransport::new(queue_size, initial));
+            let transport = Arc::new(ChannelTransport::new(s.learner_queue_size, initial));
             let reports = Arc::new(RunnerReports::default());
             let pool = RunnerPool::spawn(
                 runners,
@@ -452,17 +448,7 @@ impl ActorLearnerCore {
             version: 0,
             weights: module_tensors(&policy),
         };
-        let runners = RunnerSet::new(
-            run,
-            make_env,
-            settings.runner,
-            settings.num_env_runners,
-            &policy,
-            &infer,
-            initial,
-            settings.lockstep,
-            settings.learner_queue_size,
-        )?;
+        let runners = RunnerSet::new(run, make_env, &settings, &policy, &infer, initial)?;
         Ok(Self {
             run: run.clone(),
             device,
@@ -500,6 +486,20 @@ impl ActorLearnerCore {
         took.episodes.extend(b.episodes.iter().copied());
         self.num_timesteps += n;
         Ok(self.intake.admit(t, self.version).map(|t| t.batch))
+    }
+
+    /// One optimizer step of the policy along the flat gradient `g` with step size `lr`
+    /// (after checking `losses` are finite); returns the gradient norm before clipping.
+    pub fn apply_gradient(
+        &mut self,
+        lr: f64,
+        g: rl_core::burn::tensor::Tensor<1>,
+        losses: &[(&str, f64)],
+    ) -> Result<f32, RlError> {
+        rl_core::algorithm::check_losses(self.num_timesteps, losses)?;
+        let (p, st) = self.opt.step_flat(lr, self.policy.clone(), g);
+        self.policy = p;
+        Ok(st.grad_norm)
     }
 
     /// Counts a learner update and broadcasts the weights when due.
@@ -645,18 +645,6 @@ impl ActorLearnerCore {
         self.runners
             .restore(s.runners, weights, &ck.path_of("state.json"))?;
         Ok(raw)
-    }
-}
-
-/// Fails with [`RlError::NonFinite`] naming the first of `losses` that is NaN or infinite.
-pub fn check_losses(step: u64, losses: &[(&str, f64)]) -> Result<(), RlError> {
-    match losses.iter().find(|(_, v)| !v.is_finite()) {
-        Some((name, v)) => Err(RlError::NonFinite {
-            step,
-            metric: name.to_string(),
-            value: *v,
-        }),
-        None => Ok(()),
     }
 }
 

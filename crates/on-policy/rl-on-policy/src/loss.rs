@@ -74,3 +74,9 @@ pub fn clip_fraction(ratio: &[f32], clip_range: f64) -> f64 {
         .count() as f64
         / ratio.len().max(1) as f64
 }
+
+/// The actor-learner value loss `0.5 · mean((targets − values)²)` (RLlib's IMPALA / APPO).
+pub fn half_mse(targets: Tensor<1>, values: Tensor<1>) -> Tensor<1> {
+    let err = targets - values;
+    (err.clone() * err).mean().mul_scalar(0.5)
+}

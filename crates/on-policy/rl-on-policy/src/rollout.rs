@@ -151,8 +151,7 @@ impl RolloutCollector {
     pub fn set_state_dim(&mut self, state_dim: usize) {
         let n = self.env.num_envs();
         self.last_states = vec![0.0; n * state_dim];
-        self.buffer = std::mem::replace(&mut self.buffer, RolloutBuffer::new(0, 0, 0, 0))
-            .with_state_dim(state_dim);
+        self.buffer.set_state_dim(state_dim);
     }
 
     /// Raw observations the next step starts from.

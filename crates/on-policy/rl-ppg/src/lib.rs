@@ -170,13 +170,10 @@ impl PpgLearner {
                 );
                 let s = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
                 let (tl, al, kl, vl) = (s(&l.total), s(&l.aux_value), s(&l.kl), s(&l.value));
-                if !tl.is_finite() {
-                    return Err(RlError::NonFinite {
-                        step: self.num_timesteps,
-                        metric: "losses/aux_total_loss".into(),
-                        value: tl,
-                    });
-                }
+                rl_core::algorithm::check_losses(
+                    self.num_timesteps,
+                    &[("losses/aux_total_loss", tl)],
+                )?;
                 joint.push(al);
                 kls.push(kl);
                 values.push(vl);

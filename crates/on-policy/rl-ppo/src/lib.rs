@@ -193,21 +193,15 @@ impl PpoStats {
         step: u64,
     ) -> Result<bool, RlError> {
         let total = l.policy + cfg.ent_coef * l.entropy + cfg.vf_coef * l.value;
-        if !total.is_finite() {
-            let (metric, value) = [
+        rl_core::algorithm::check_losses(
+            step,
+            &[
                 ("losses/policy_loss", l.policy),
                 ("losses/value_loss", l.value),
                 ("losses/entropy_loss", l.entropy),
-            ]
-            .into_iter()
-            .find(|(_, v)| !v.is_finite())
-            .unwrap_or(("losses/total_loss", total));
-            return Err(RlError::NonFinite {
-                step,
-                metric: metric.into(),
-                value,
-            });
-        }
+                ("losses/total_loss", total),
+            ],
+        )?;
         self.losses.push(*l);
         self.early_stop = cfg.target_kl.is_some_and(|t| l.approx_kl > 1.5 * t);
         Ok(self.early_stop)

@@ -180,13 +180,7 @@ impl Learner for TrpoLearner {
                 let vl =
                     rl_core::losses::mse(tensor1(returns, &self.device), self.policy.values(obs));
                 let v = host(vl.clone().inner())[0] as f64;
-                if !v.is_finite() {
-                    return Err(RlError::NonFinite {
-                        step: self.num_timesteps,
-                        metric: "losses/value_loss".into(),
-                        value: v,
-                    });
-                }
+                rl_core::algorithm::check_losses(self.num_timesteps, &[("losses/value_loss", v)])?;
                 value_losses.push(v);
                 // The value loss reaches only the value network (separate networks).
                 let g = flat_grads(&self.policy, vl.backward(), &self.device);
