@@ -8,13 +8,16 @@ pub use rl_a2c as a2c;
 pub use rl_appo as appo;
 pub use rl_ars as ars;
 pub use rl_awr as awr;
+pub use rl_bc as bc;
 pub use rl_core as core;
 pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_es as es;
 pub use rl_evolution as evolution;
 pub use rl_impala as impala;
+pub use rl_marwil as marwil;
 pub use rl_off_policy as off_policy;
+pub use rl_offline as offline;
 pub use rl_on_policy as on_policy;
 pub use rl_ppg as ppg;
 pub use rl_ppo as ppo;
@@ -43,6 +46,8 @@ pub const ALGORITHMS: &[&str] = &[
     "awr",
     "es",
     "ars",
+    "bc",
+    "marwil",
 ];
 
 fn gamma_of(run: &RunConfig) -> f64 {
@@ -93,6 +98,12 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
         "awr" => Ok(Box::new(rl_awr::Awr::new(run, &make_training_env, device)?)),
         "es" => Ok(Box::new(rl_es::Es::new(run, &make_training_env, device)?)),
         "ars" => Ok(Box::new(rl_ars::Ars::new(run, &make_training_env, device)?)),
+        "bc" => Ok(Box::new(rl_bc::new(run, &make_training_env, device)?)),
+        "marwil" => Ok(Box::new(rl_marwil::Marwil::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -156,6 +167,12 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
         )?)),
         "es" => Ok(Box::new(rl_es::Es::load(dir, &make_training_env, device)?)),
         "ars" => Ok(Box::new(rl_ars::Ars::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "bc" => Ok(Box::new(rl_bc::load(dir, &make_training_env, device)?)),
+        "marwil" => Ok(Box::new(rl_marwil::Marwil::load(
             dir,
             &make_training_env,
             device,

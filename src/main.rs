@@ -77,6 +77,29 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Record episodes of a trained policy into a dataset (.parquet or .npz).
+    Record {
+        /// Checkpoint directory.
+        checkpoint: PathBuf,
+        /// Number of episodes.
+        #[arg(long, default_value_t = 10)]
+        episodes: usize,
+        /// Probability of a uniformly random action per step (mixed-quality data).
+        #[arg(long, default_value_t = 0.0)]
+        epsilon: f64,
+        /// Sample the policy's actions instead of taking the most likely.
+        #[arg(long)]
+        stochastic: bool,
+        /// Seed of the env resets and random actions (default: the run's evaluation seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Output file; the extension picks the format.
+        #[arg(long)]
+        out: PathBuf,
+        /// Device (default: the checkpoint's).
+        #[arg(long)]
+        device: Option<String>,
+    },
     /// List the registered environments.
     Envs,
     /// Check an environment against the Env contract.
@@ -179,6 +202,56 @@ fn real_main() -> Result<ExitCode, RlError> {
                 run.total_timesteps = t;
             }
             train_and_report(algo.as_mut(), &run, out, quiet)?;
+        }
+        Cmd::Record {
+            checkpoint,
+            episodes,
+            epsilon,
+            stochastic,
+            seed,
+            out,
+            device,
+        } => {
+            let run = rl::checkpoint_config(&checkpoint)?;
+            if run.normalize.obs {
+                return Err(RlError::Config(format!(
+                    "{}: trained with normalize.obs; recording stores raw observations, which \
+                     this policy does not take",
+                    checkpoint.display()
+                )));
+            }
+            let dev =
+                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let mut algo = rl::load(&checkpoint, &dev)?;
+            let mut env = rl::make_eval_env(&run)?;
+            let opts = rl::offline::RecordOptions {
+                episodes,
+                epsilon,
+                seed: seed.unwrap_or(run.eval_seed()),
+                deterministic: !stochastic,
+                first_eps_id: 0,
+            };
+            let data = rl::offline::record(algo.as_mut(), env.as_mut(), &opts)?;
+            let spec =
+                rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
+            rl::offline::write_dataset(&out, &data, &spec)?;
+            let ends = data.episode_ends();
+            let mut returns = Vec::with_capacity(ends.len());
+            let mut start = 0;
+            for e in ends {
+                returns.push(
+                    data.rewards[start..e]
+                        .iter()
+                        .map(|&r| r as f64)
+                        .sum::<f64>(),
+                );
+                start = e;
+            }
+            let mean = returns.iter().sum::<f64>() / returns.len().max(1) as f64;
+            println!(
+                "{}",
+                serde_json::json!({"out": out.display().to_string(), "episodes": returns.len(), "rows": data.len(), "mean_return": mean})
+            );
         }
         Cmd::Envs => {
             use std::io::Write;

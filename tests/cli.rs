@@ -223,3 +223,66 @@ fn off_policy_train_eval_resume() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn record_then_train_bc_and_marwil_from_the_file() {
+    let d = tmp("record");
+    let cfg = write_config(&d);
+    let run_dir = d.join("run");
+    run_ok(&[
+        "train",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
+    let ck = run_dir.join("checkpoint");
+    for (file, eps) in [("data.parquet", "0.0"), ("data.npz", "0.5")] {
+        let out = d.join(file);
+        let j = run_ok(&[
+            "record",
+            ck.to_str().unwrap(),
+            "--episodes",
+            "3",
+            "--epsilon",
+            eps,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(j["episodes"], 3);
+        assert!(j["rows"].as_u64().unwrap() >= 3, "{j}");
+        assert!(out.exists());
+        for algo in ["bc", "marwil"] {
+            let y = d.join(format!("{algo}.yaml"));
+            std::fs::write(&y, format!("algorithm: {algo}\nenv_id: CartPole-v1\ntotal_timesteps: 64\neval_freq: 32\nn_eval_episodes: 2\noffline_data: {{input: {}}}\nalgo_kwargs: {{batch_size: 16}}\n", out.display())).unwrap();
+            let r = d.join(format!("run-{algo}-{file}"));
+            let j = run_ok(&[
+                "train",
+                y.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                r.to_str().unwrap(),
+            ]);
+            assert_eq!(j["total_timesteps"], 64, "{algo} {file}: {j}");
+            let csv = std::fs::read_to_string(r.join("progress.csv")).unwrap();
+            for m in [
+                "losses/policy_loss",
+                "evaluation/episode_return",
+                "charts/SPS",
+            ] {
+                assert!(csv.contains(m), "{algo}: progress.csv lacks {m}");
+            }
+        }
+    }
+    // A file that does not fit the env is an error naming the file and column.
+    let y = d.join("bad.yaml");
+    std::fs::write(&y, format!("algorithm: bc\nenv_id: Pendulum-v1\ntotal_timesteps: 64\noffline_data: {{input: {}}}\n", d.join("data.parquet").display())).unwrap();
+    let out = rl()
+        .args(["train", y.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("data.parquet") && err.contains("obs"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

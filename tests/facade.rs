@@ -48,11 +48,55 @@ fn tiny(name: &str) -> String {
             "Pendulum-v1",
             "{n_directions: 2, n_top_directions: 1, num_workers: 2, noise_table_size: 10000}",
         ),
+        "bc" | "marwil" => ("CartPole-v1", "{batch_size: 8}"),
         other => panic!("add a tiny config for {other}"),
     };
+    let data = match name {
+        "bc" | "marwil" => format!("offline_data: {{input: {}}}\n", dataset().display()),
+        _ => String::new(),
+    };
     format!(
-        "algorithm: {name}\nenv_id: {env}\ntotal_timesteps: 64\nn_envs: 2\nseed: 1\nalgo_kwargs: {kwargs}\n"
+        "algorithm: {name}\nenv_id: {env}\ntotal_timesteps: 64\nn_envs: 2\nseed: 1\n{data}algo_kwargs: {kwargs}\n"
     )
+}
+
+/// A small CartPole dataset for the offline algorithms (random actions).
+fn dataset() -> std::path::PathBuf {
+    use rl::core::Env;
+    let p = std::env::temp_dir().join(format!("rl-facade-{}-data.parquet", std::process::id()));
+    if !p.exists() {
+        let mut env = rl::envs::make("CartPole-v1", &Default::default()).unwrap();
+        let spec =
+            rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
+        let mut d = rl::offline::Transitions::new(4, 1);
+        let mut rng = rl::core::Rng::seed_from(0);
+        let (mut obs, mut next) = (vec![0.0; 4], vec![0.0; 4]);
+        for e in 0..5 {
+            env.reset(Some(e), None, &mut obs).unwrap();
+            for t in 0.. {
+                let a = [rng.below(2) as f32];
+                next.copy_from_slice(&obs);
+                let s = env.step(&a, &mut next).unwrap();
+                d.push(rl::offline::Step {
+                    eps_id: e as i64,
+                    t,
+                    obs: &obs,
+                    action: &a,
+                    reward: s.reward as f32,
+                    terminated: s.terminated,
+                    truncated: s.truncated,
+                    new_obs: &next,
+                    action_logp: None,
+                });
+                std::mem::swap(&mut obs, &mut next);
+                if s.terminated || s.truncated {
+                    break;
+                }
+            }
+        }
+        rl::offline::write_dataset(&p, &d, &spec).unwrap();
+    }
+    p
 }
 
 #[test]

@@ -15,6 +15,21 @@ pub struct NormalizeConfig {
     pub reward: bool,
 }
 
+/// Where an offline algorithm reads its data (RLlib's `offline_data` section).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OfflineDataConfig {
+    /// The dataset: a `.parquet` or `.npz` file.
+    pub input: String,
+    /// Rows of the shuffle window batches are drawn from (bounds memory for large files).
+    #[serde(default = "shuffle_window")]
+    pub shuffle_buffer_size: usize,
+}
+
+fn shuffle_window() -> usize {
+    100_000
+}
+
 /// A training run, as in `examples/configs/*.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +76,9 @@ pub struct RunConfig {
     /// Normalization wrappers.
     #[serde(default)]
     pub normalize: NormalizeConfig,
+    /// The dataset of an offline algorithm (BC, MARWIL, CQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offline_data: Option<OfflineDataConfig>,
     /// Hyperparameters of the algorithm (its own names; RLlib aliases accepted).
     #[serde(default)]
     pub algo_kwargs: serde_json::Map<String, serde_json::Value>,

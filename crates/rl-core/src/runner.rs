@@ -83,6 +83,8 @@ pub fn run_training(
         m.insert("eval/mean_reward".into(), r.mean_return);
         m.insert("eval/std_reward".into(), r.std_return);
         m.insert("eval/mean_ep_length".into(), r.mean_length);
+        // RLlib's name, which users of its offline algorithms look for.
+        m.insert("evaluation/episode_return".into(), r.mean_return);
         log.log(algo.num_timesteps(), &m)
             .map_err(|e| RlError::Other(e.to_string()))?;
         Ok(r)
