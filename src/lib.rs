@@ -10,6 +10,7 @@ pub use rl_ars as ars;
 pub use rl_awr as awr;
 pub use rl_bc as bc;
 pub use rl_core as core;
+pub use rl_cql as cql;
 pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_es as es;
@@ -48,6 +49,7 @@ pub const ALGORITHMS: &[&str] = &[
     "ars",
     "bc",
     "marwil",
+    "cql",
 ];
 
 fn gamma_of(run: &RunConfig) -> f64 {
@@ -104,6 +106,7 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             &make_training_env,
             device,
         )?)),
+        "cql" => Ok(Box::new(rl_cql::Cql::new(run, &make_training_env, device)?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")
@@ -173,6 +176,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
         )?)),
         "bc" => Ok(Box::new(rl_bc::load(dir, &make_training_env, device)?)),
         "marwil" => Ok(Box::new(rl_marwil::Marwil::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
+        "cql" => Ok(Box::new(rl_cql::Cql::load(
             dir,
             &make_training_env,
             device,

@@ -49,10 +49,14 @@ fn tiny(name: &str) -> String {
             "{n_directions: 2, n_top_directions: 1, num_workers: 2, noise_table_size: 10000}",
         ),
         "bc" | "marwil" => ("CartPole-v1", "{batch_size: 8}"),
+        "cql" => (
+            "CartPole-v1",
+            "{batch_size: 8, policy_kwargs: {net_arch: [8]}}",
+        ),
         other => panic!("add a tiny config for {other}"),
     };
     let data = match name {
-        "bc" | "marwil" => format!("offline_data: {{input: {}}}\n", dataset().display()),
+        "bc" | "marwil" | "cql" => format!("offline_data: {{input: {}}}\n", dataset().display()),
         _ => String::new(),
     };
     format!(

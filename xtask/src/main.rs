@@ -549,6 +549,75 @@ fn learn() -> Result<(), String> {
     }
 }
 
+/// BC from a synthetic Parquet file of `gb` gigabytes (generated once, kept in target/bench)
+/// for one pass, in a process of its own: the report gives its peak resident memory against
+/// the 500 MB budget of the offline issue.
+fn offline_memory(gb: Result<f64, String>) -> Result<(), String> {
+    let gb = gb?;
+    let r = root();
+    sh(Command::new("cargo")
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--example",
+            "offline_memory",
+        ])
+        .current_dir(&r))?;
+    let bin = r.join("target/release/examples/offline_memory");
+    let out_root = r.join("target/bench");
+    std::fs::create_dir_all(&out_root).map_err(|e| e.to_string())?;
+    let file = out_root.join(format!("offline_{gb}gb.parquet"));
+    let last = |o: &std::process::Output| -> Result<Value, String> {
+        serde_json::from_str(
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .last()
+                .unwrap_or("{}"),
+        )
+        .map_err(|e| e.to_string())
+    };
+    let t = std::time::Instant::now();
+    let g = if file.exists() {
+        json!({"file": file.display().to_string(), "bytes": std::fs::metadata(&file).map_err(|e| e.to_string())?.len(), "reused": true})
+    } else {
+        last(&sh(Command::new(&bin)
+            .arg("generate")
+            .arg(&file)
+            .arg(gb.to_string()))?)?
+    };
+    let gen_s = t.elapsed().as_secs_f64();
+    println!("{g}");
+    let tr = last(&sh(Command::new(&bin).arg("train").arg(&file))?)?;
+    println!("{tr}");
+    let rss = tr["peak_rss_mb"].as_f64().unwrap_or(f64::NAN);
+    let md = format!(
+        "# Offline memory benchmark\n\n{} · commit {}\n\n| file | bytes | rows | generate s | BC rows trained | train s | rows/s | eval return | peak RSS MB | budget |\n|---|---|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {gen_s:.0} | {} | {:.0} | {:.0} | {:.1} | {rss:.0} | {} |\n",
+        today(),
+        git_commit(),
+        file.file_name()
+            .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+        g["bytes"],
+        tr["dataset_rows"],
+        tr["rows_trained"],
+        tr["seconds"].as_f64().unwrap_or(f64::NAN),
+        tr["rows_trained"].as_f64().unwrap_or(0.0) / tr["seconds"].as_f64().unwrap_or(f64::NAN),
+        tr["eval_return"].as_f64().unwrap_or(f64::NAN),
+        if rss < 500.0 {
+            "under 500 MB"
+        } else {
+            "OVER 500 MB"
+        },
+    );
+    std::fs::write(out_root.join("offline_memory.md"), &md).map_err(|e| e.to_string())?;
+    print!("{md}");
+    if rss < 500.0 {
+        Ok(())
+    } else {
+        Err(format!("peak resident memory {rss:.0} MB is over 500 MB"))
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let res = match args.first().map(String::as_str) {
@@ -560,7 +629,13 @@ fn main() -> ExitCode {
                 .map(|w| w[1].as_str()),
         ),
         Some("learn") => learn(),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn".into()),
+        Some("offline-memory") => offline_memory(
+            args.iter()
+                .position(|a| a == "--gb")
+                .and_then(|i| args.get(i + 1))
+                .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
+        ),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn | cargo xtask offline-memory [--gb 2]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

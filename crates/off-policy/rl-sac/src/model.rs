@@ -81,6 +81,24 @@ impl Actor {
         (a, logp)
     }
 
+    /// Log-probability of given squashed actions `a ∈ (−1, 1)` `[B, A]` (behaviour cloning of
+    /// data actions, as CQL's first phase): `u = atanh(a)` with `a` kept 1e-6 inside the
+    /// bounds, then the same density and correction as [`sample`](Self::sample).
+    pub fn log_prob_of(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<1> {
+        let (mu, log_std) = self.gaussian(obs);
+        let b = mu.dims()[0];
+        let a = actions.clamp(-1.0 + 1e-6, 1.0 - 1e-6);
+        // atanh(a) = ½ ln((1 + a) / (1 − a)).
+        let u = ((a.clone().add_scalar(1.0)) / (a.clone().neg().add_scalar(1.0)))
+            .log()
+            .mul_scalar(0.5);
+        let z = (u - mu) / log_std.clone().exp();
+        let log_n = (z.square().mul_scalar(-0.5) - log_std)
+            .sub_scalar(0.5 * (2.0 * std::f64::consts::PI).ln());
+        let corr = (a.square().neg().add_scalar(1.0 + 1e-6)).log();
+        (log_n - corr).sum_dim(1).reshape([b])
+    }
+
     /// The deterministic action `tanh(μ)`.
     pub fn mean_action(&self, obs: Tensor<2>) -> Tensor<2> {
         tanh(self.gaussian(obs).0)

@@ -1,0 +1,118 @@
+//! Learning tests (release mode, seed 0, in CI): continuous CQL on the first 50k transitions
+//! of the project's SAC on Pendulum-v1, discrete CQL on a mixed CartPole-v1 dataset of the
+//! project's PPO (25 expert + 25 ε = 0.5 episodes). Both datasets are made here.
+
+use rl_core::burn::tensor::Device;
+use rl_envs::testing;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn dir() -> PathBuf {
+    let d = std::env::var("RL_CQL_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::env::temp_dir().join(format!("rl-cql-data-{}", std::process::id()))
+        });
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The first 50k transitions of SAC (`sac_pendulum.yaml` run for 50k steps).
+fn pendulum_sac_50k() -> &'static PathBuf {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| {
+        let p = dir().join("pendulum_sac_50k.parquet");
+        if p.exists() {
+            return p;
+        }
+        let run = testing::example_config(
+            env!("CARGO_MANIFEST_DIR"),
+            "sac_pendulum.yaml",
+            &["seed=0".into(), "total_timesteps=50000".into()],
+        );
+        let mut sac = rl_sac::Sac::new(&run, &testing::training_env, &Device::flex()).unwrap();
+        let (ret, steps) = testing::return_at(&mut sac, &run);
+        println!("SAC behaviour policy after {steps} steps: {ret}");
+        let batch = sac.replay().chronological();
+        assert_eq!(batch.len(), 50_000);
+        // SAC stores squashed actions in [−1, 1]; the dataset holds the env's [−2, 2].
+        let data = rl_offline::from_replay(&batch, 1, |a| vec![2.0 * a[0]]);
+        let env = rl_envs::make("Pendulum-v1", &Default::default()).unwrap();
+        let spec =
+            rl_offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
+        rl_offline::write_dataset(&p, &data, &spec).unwrap();
+        p
+    })
+}
+
+/// 25 expert and 25 ε = 0.5 episodes of the project's PPO (`ppo_cartpole.yaml`, 100k steps).
+fn cartpole_mixed() -> &'static PathBuf {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| {
+        let p = dir().join("cartpole_mixed.parquet");
+        if p.exists() {
+            return p;
+        }
+        let run = testing::example_config(
+            env!("CARGO_MANIFEST_DIR"),
+            "ppo_cartpole.yaml",
+            &["seed=0".into()],
+        );
+        let mut ppo = rl_ppo::Ppo::new(&run, &testing::training_env, &Device::flex()).unwrap();
+        let (ret, _) = testing::return_at(&mut ppo, &run);
+        assert!(ret >= 475.0, "the expert is not one: {ret}");
+        let mut env = rl_envs::make("CartPole-v1", &Default::default()).unwrap();
+        rl_offline::record_parts(
+            &mut ppo,
+            env.as_mut(),
+            &p,
+            &[(25, 0.0, 200), (25, 0.5, 300)],
+        )
+        .unwrap();
+        p
+    })
+}
+
+fn within(name: &str, data: &PathBuf, threshold: f64, label: &str) {
+    let mut ov = vec![
+        "seed=0".to_string(),
+        format!("offline_data.input={}", data.display()),
+    ];
+    if let Ok(extra) = std::env::var("RL_CQL_SET") {
+        ov.extend(extra.split(',').filter(|s| !s.is_empty()).map(String::from));
+    }
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &ov);
+    let mut cql = rl_cql::Cql::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    let t0 = std::time::Instant::now();
+    let (hit, evals) = testing::first_reaching(&mut cql, &run, run.eval_freq, threshold);
+    println!(
+        "{label} seed 0: first eval >= {threshold} at {hit:?} rows (budget {}, {:.0} s, {} gradient steps); evaluations {evals:?}",
+        run.total_timesteps,
+        t0.elapsed().as_secs_f64(),
+        cql.grad_steps()
+    );
+    assert!(hit.is_some(), "never reached {threshold}: {evals:?}");
+}
+
+#[test]
+fn cql_pendulum_sac_50k_seed0_within_3840k_rows() {
+    within(
+        "cql_pendulum.yaml",
+        pendulum_sac_50k(),
+        -400.0,
+        "CQL Pendulum-v1 (SAC 50k)",
+    );
+}
+
+#[test]
+fn discrete_cql_cartpole_mixed_seed0_within_1280k_rows() {
+    within(
+        "cql_cartpole.yaml",
+        cartpole_mixed(),
+        400.0,
+        "discrete CQL CartPole-v1 (mixed)",
+    );
+}

@@ -1,0 +1,102 @@
+//! Resume (N iterations, save, load, M more == N + M uninterrupted, bit for bit), continuous
+//! (across the switch from behaviour cloning, Lagrangian weight on) and discrete; bad configs
+//! and data rejected with errors naming them.
+
+use rl_core::burn::tensor::Device;
+use rl_core::config::RunConfig;
+use rl_core::params::module_tensors;
+use rl_envs::testing::{assert_resumes_bit_identically, training_env};
+use rl_offline::{DatasetSpec, RecordOptions, record, write_dataset};
+use std::path::PathBuf;
+
+/// Episodes of an untrained PPO with ε-random actions on `env`.
+fn data(env: &str, rewards: bool, tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!(
+        "rl-cql-resume-{}-{tag}-{env}-{rewards}.parquet",
+        std::process::id()
+    ));
+    let run = RunConfig::from_yaml(
+        &format!("algorithm: ppo\nenv_id: {env}\ntotal_timesteps: 1\n"),
+        &[],
+        "t",
+    )
+    .unwrap();
+    let mut ppo = rl_ppo::Ppo::new(&run, &training_env, &Device::flex()).unwrap();
+    let mut e = rl_envs::make(env, &Default::default()).unwrap();
+    let opts = RecordOptions {
+        episodes: 2,
+        epsilon: 0.3,
+        ..Default::default()
+    };
+    let d = record(&mut ppo, e.as_mut(), &opts).unwrap();
+    let mut spec = DatasetSpec::from_spaces(e.observation_space(), e.action_space());
+    spec.has_rewards = rewards;
+    write_dataset(&p, &d, &spec).unwrap();
+    p
+}
+
+fn run(env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {
+    let y = format!(
+        "algorithm: cql\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 5\noffline_data: {{input: {}, shuffle_buffer_size: 150}}\nalgo_kwargs: {{batch_size: 16, num_actions: 3, bc_iters: 4, learning_rate: lin_1e-3, policy_kwargs: {{net_arch: [16]}}{kwargs}}}\n",
+        input.display()
+    );
+    RunConfig::from_yaml(&y, &[], "test").unwrap()
+}
+
+#[test]
+fn cql_resumes_bit_identically() {
+    let dev = Device::flex();
+    for (env, kw) in [
+        (
+            "Pendulum-v1",
+            ", lagrangian: true, deterministic_backup: false",
+        ),
+        ("CartPole-v1", ""),
+    ] {
+        let p = data(env, true, "resume");
+        let r = run(env, &p, kw);
+        let steps = assert_resumes_bit_identically(
+            (3, 4),
+            || rl_cql::Cql::new(&r, &training_env, &dev).unwrap(),
+            |d| rl_cql::Cql::load(d, &training_env, &dev).unwrap(),
+            |a| {
+                let mut m = module_tensors(a.critic());
+                if let Some(actor) = a.actor() {
+                    m.extend_prefixed("actor", module_tensors(actor));
+                }
+                m
+            },
+            &format!("cql-{env}"),
+        );
+        assert_eq!(steps, 3 * 16);
+    }
+}
+
+#[test]
+fn bad_configs_and_data_are_named() {
+    let p = data("Pendulum-v1", true, "bad");
+    let err = |r: &RunConfig| {
+        rl_cql::Cql::new(r, &training_env, &Device::flex())
+            .err()
+            .expect("rejected")
+            .to_string()
+    };
+    for (kw, want) in [
+        (", temperature: 0", "temperature"),
+        (", num_actions: 0", "num_actions"),
+        (", min_q_weight: -1", "min_q_weight"),
+        (", ent_coef: autox", "ent_coef"),
+        (", bc_iterz: 3", "bc_iterz"),
+    ] {
+        let e = err(&run("Pendulum-v1", &p, kw));
+        assert!(e.contains(want), "{kw:?}: {e}");
+    }
+    let e = err(&run("CartPole-v1", &p, ""));
+    assert!(
+        e.contains("obs") && e.contains("[3]") && e.contains("[4]"),
+        "{e}"
+    );
+    let q = data("Pendulum-v1", false, "bad");
+    let e = err(&run("Pendulum-v1", &q, ""));
+    assert!(e.contains("rewards"), "{e}");
+}
