@@ -15,6 +15,7 @@ pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_es as es;
 pub use rl_evolution as evolution;
+pub use rl_gail as gail;
 pub use rl_impala as impala;
 pub use rl_marwil as marwil;
 pub use rl_off_policy as off_policy;
@@ -50,6 +51,7 @@ pub const ALGORITHMS: &[&str] = &[
     "bc",
     "marwil",
     "cql",
+    "gail",
 ];
 
 fn gamma_of(run: &RunConfig) -> f64 {
@@ -107,6 +109,11 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             device,
         )?)),
         "cql" => Ok(Box::new(rl_cql::Cql::new(run, &make_training_env, device)?)),
+        "gail" => Ok(Box::new(rl_gail::Gail::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
         other => Err(RlError::Config(format!(
             "algorithm: unknown {other:?}; available: {}",
             ALGORITHMS.join(", ")

@@ -55,6 +55,7 @@ fn tiny(name: &str) -> String {
         ),
         other => panic!("add a tiny config for {other}"),
     };
+    let kwargs = kwargs.replace("EXPERT", &dataset().display().to_string());
     let data = match name {
         "bc" | "marwil" | "cql" => format!("offline_data: {{input: {}}}\n", dataset().display()),
         _ => String::new(),

@@ -68,6 +68,17 @@ pub struct RolloutBuffer {
     pub advantages: Vec<f32>,
     /// Returns (advantages + values).
     pub returns: Vec<f32>,
+    /// The observation after each step `[T·N × obs_dim]` (the true final one where an episode
+    /// ended), for rewards that depend on it (AIRL's shaping).
+    pub next_obs: Vec<f32>,
+    /// The truncation bootstrap `γ·V(final observation)` included in each reward (0 elsewhere),
+    /// so relabelled rewards can keep it.
+    pub bootstraps: Vec<f32>,
+    /// The values and done flags after the last step, with which advantages were computed
+    /// (to recompute them after relabelling rewards).
+    pub last_values: Vec<f32>,
+    /// See [`last_values`](Self::last_values).
+    pub last_dones: Vec<f32>,
     /// Recurrent policies: floats of recurrent state per env (0 for feed-forward ones).
     pub state_dim: usize,
     /// Recurrent policies: the state each step started from, `[T·N × state_dim]` (zero where
@@ -93,6 +104,10 @@ impl RolloutBuffer {
             log_probs: vec![0.0; n],
             advantages: vec![0.0; n],
             returns: vec![0.0; n],
+            next_obs: vec![0.0; n * obs_dim],
+            bootstraps: vec![0.0; n],
+            last_values: vec![0.0; n_envs],
+            last_dones: vec![0.0; n_envs],
             state_dim: 0,
             states: Vec::new(),
             pos: 0,
@@ -150,6 +165,7 @@ impl RolloutBuffer {
         self.episode_starts[p * n..(p + 1) * n].copy_from_slice(episode_starts);
         self.values[p * n..(p + 1) * n].copy_from_slice(values);
         self.log_probs[p * n..(p + 1) * n].copy_from_slice(log_probs);
+        self.bootstraps[p * n..(p + 1) * n].fill(0.0);
         self.pos += 1;
     }
 
@@ -157,6 +173,21 @@ impl RolloutBuffer {
     pub fn add_to_last_rewards(&mut self, e: usize, amount: f32) {
         let i = (self.pos - 1) * self.n_envs + e;
         self.rewards[i] += amount;
+        self.bootstraps[i] += amount;
+    }
+
+    /// Records the truncation bootstraps already included in the last stored step's rewards.
+    pub fn set_last_bootstraps(&mut self, bootstraps: &[f32]) {
+        let n = self.n_envs;
+        let p = self.pos - 1;
+        self.bootstraps[p * n..(p + 1) * n].copy_from_slice(bootstraps);
+    }
+
+    /// Stores the (flat) observations that followed the last stored step, `[N × obs_dim]`.
+    pub fn set_last_next_obs(&mut self, next_obs: &[f32]) {
+        let w = self.n_envs * self.obs_dim;
+        let p = self.pos - 1;
+        self.next_obs[p * w..(p + 1) * w].copy_from_slice(next_obs);
     }
 
     /// Computes advantages and returns (see [`compute_gae`]).
@@ -167,6 +198,8 @@ impl RolloutBuffer {
         gamma: f32,
         gae_lambda: f32,
     ) {
+        self.last_values.clone_from(&last_values.to_vec());
+        self.last_dones.clone_from(&last_dones.to_vec());
         compute_gae(
             &self.rewards,
             &self.values,

@@ -5,37 +5,18 @@
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn dir() -> PathBuf {
-    let d = std::env::var("RL_CQL_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::env::temp_dir().join(format!("rl-cql-data-{}", std::process::id()))
-        });
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    rl_offline_testing::data_dir("RL_CQL_DATA_DIR", "rl-cql-data")
 }
 
 /// The first 50k transitions of SAC (`sac_pendulum.yaml` run for 50k steps).
-fn pendulum_sac_50k() -> &'static PathBuf {
-    static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| {
-        let p = dir().join("pendulum_sac_50k.parquet");
-        if p.exists() {
-            return p;
-        }
-        let run = testing::example_config(
-            env!("CARGO_MANIFEST_DIR"),
-            "sac_pendulum.yaml",
-            &["seed=0".into(), "total_timesteps=50000".into()],
-        );
-        let mut sac = rl_sac::Sac::new(&run, &testing::training_env, &Device::flex()).unwrap();
-        let (ret, steps) = testing::return_at(&mut sac, &run);
-        println!("SAC behaviour policy after {steps} steps: {ret}");
+fn pendulum_sac_50k() -> PathBuf {
+    rl_offline_testing::make_once(&dir().join("pendulum_sac_50k.parquet"), |p| {
+        let sac = rl_offline_testing::pendulum_sac(env!("CARGO_MANIFEST_DIR"), 50_000);
         let batch = sac.replay().chronological();
         assert_eq!(batch.len(), 50_000);
         // SAC stores squashed actions in [−1, 1]; the dataset holds the env's [−2, 2].
@@ -43,47 +24,24 @@ fn pendulum_sac_50k() -> &'static PathBuf {
         let env = rl_envs::make("Pendulum-v1", &Default::default()).unwrap();
         let spec =
             rl_offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
-        rl_offline::write_dataset(&p, &data, &spec).unwrap();
-        p
+        rl_offline::write_dataset(p, &data, &spec).unwrap();
     })
 }
 
 /// 25 expert and 25 ε = 0.5 episodes of the project's PPO (`ppo_cartpole.yaml`, 100k steps).
-fn cartpole_mixed() -> &'static PathBuf {
-    static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| {
-        let p = dir().join("cartpole_mixed.parquet");
-        if p.exists() {
-            return p;
-        }
-        let run = testing::example_config(
-            env!("CARGO_MANIFEST_DIR"),
-            "ppo_cartpole.yaml",
-            &["seed=0".into()],
-        );
-        let mut ppo = rl_ppo::Ppo::new(&run, &testing::training_env, &Device::flex()).unwrap();
-        let (ret, _) = testing::return_at(&mut ppo, &run);
-        assert!(ret >= 475.0, "the expert is not one: {ret}");
-        let mut env = rl_envs::make("CartPole-v1", &Default::default()).unwrap();
-        rl_offline::record_parts(
-            &mut ppo,
-            env.as_mut(),
-            &p,
-            &[(25, 0.0, 200), (25, 0.5, 300)],
-        )
-        .unwrap();
-        p
-    })
+fn cartpole_mixed() -> PathBuf {
+    rl_offline_testing::cartpole_expert_file(
+        env!("CARGO_MANIFEST_DIR"),
+        &dir().join("cartpole_mixed.parquet"),
+        &[(25, 0.0, 200), (25, 0.5, 300)],
+    )
 }
 
-fn within(name: &str, data: &PathBuf, threshold: f64, label: &str) {
-    let mut ov = vec![
+fn within(name: &str, data: PathBuf, threshold: f64, label: &str) {
+    let ov = vec![
         "seed=0".to_string(),
         format!("offline_data.input={}", data.display()),
     ];
-    if let Ok(extra) = std::env::var("RL_CQL_SET") {
-        ov.extend(extra.split(',').filter(|s| !s.is_empty()).map(String::from));
-    }
     let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &ov);
     let mut cql = rl_cql::Cql::new(&run, &testing::training_env, &Device::flex()).unwrap();
     let t0 = std::time::Instant::now();

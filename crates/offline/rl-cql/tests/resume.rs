@@ -6,33 +6,11 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
 use rl_core::params::module_tensors;
 use rl_envs::testing::{assert_resumes_bit_identically, training_env};
-use rl_offline::{DatasetSpec, RecordOptions, record, write_dataset};
 use std::path::PathBuf;
 
-/// Episodes of an untrained PPO with ε-random actions on `env`.
 fn data(env: &str, rewards: bool, tag: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!(
-        "rl-cql-resume-{}-{tag}-{env}-{rewards}.parquet",
-        std::process::id()
-    ));
-    let run = RunConfig::from_yaml(
-        &format!("algorithm: ppo\nenv_id: {env}\ntotal_timesteps: 1\n"),
-        &[],
-        "t",
-    )
-    .unwrap();
-    let mut ppo = rl_ppo::Ppo::new(&run, &training_env, &Device::flex()).unwrap();
-    let mut e = rl_envs::make(env, &Default::default()).unwrap();
-    let opts = RecordOptions {
-        episodes: 2,
-        epsilon: 0.3,
-        ..Default::default()
-    };
-    let d = record(&mut ppo, e.as_mut(), &opts).unwrap();
-    let mut spec = DatasetSpec::from_spaces(e.observation_space(), e.action_space());
-    spec.has_rewards = rewards;
-    write_dataset(&p, &d, &spec).unwrap();
-    p
+    let name = format!("cql-{tag}-{env}-{rewards}.parquet");
+    rl_offline_testing::untrained_data(env, &rl_offline_testing::tmp_file(&name), rewards)
 }
 
 fn run(env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {

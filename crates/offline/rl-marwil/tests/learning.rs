@@ -6,46 +6,23 @@ use rl_core::algorithm::Algorithm;
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `(expert.parquet, mixed.parquet)`, made once per test process.
-fn datasets() -> &'static (PathBuf, PathBuf) {
-    static D: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    D.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("rl-marwil-data-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let run = testing::example_config(
-            env!("CARGO_MANIFEST_DIR"),
-            "ppo_cartpole.yaml",
-            &["seed=0".into()],
-        );
-        let mut ppo = rl_ppo::Ppo::new(&run, &testing::training_env, &Device::flex()).unwrap();
-        let (ret, _) = testing::return_at(&mut ppo, &run);
-        println!("expert PPO: {ret}");
-        assert!(ret >= 475.0, "the expert is not one: {ret}");
-        let mut env = rl_envs::make("CartPole-v1", &Default::default()).unwrap();
-        let (e, m) = (dir.join("expert.parquet"), dir.join("mixed.parquet"));
-        let expert =
-            rl_offline::record_parts(&mut ppo, env.as_mut(), &e, &[(50, 0.0, 100)]).unwrap();
-        let mixed = rl_offline::record_parts(
-            &mut ppo,
-            env.as_mut(),
-            &m,
+/// `(expert.parquet, mixed.parquet)`: 50 episodes of the PPO expert; 25 expert + 25 with
+/// ε = 0.5.
+fn datasets() -> (PathBuf, PathBuf) {
+    let dir = rl_offline_testing::data_dir("RL_MARWIL_DATA_DIR", "rl-marwil-data");
+    let m = env!("CARGO_MANIFEST_DIR");
+    (
+        rl_offline_testing::cartpole_expert_file(m, &dir.join("expert.parquet"), &[(50, 0.0, 100)]),
+        rl_offline_testing::cartpole_expert_file(
+            m,
+            &dir.join("mixed.parquet"),
             &[(25, 0.0, 200), (25, 0.5, 300)],
-        )
-        .unwrap();
-        println!(
-            "expert: {} rows in {} episodes; mixed: {} rows in {} episodes",
-            expert.len(),
-            expert.num_episodes(),
-            mixed.len(),
-            mixed.num_episodes()
-        );
-        (e, m)
-    })
+        ),
+    )
 }
 
 fn config(name: &str, data: &PathBuf) -> rl_core::config::RunConfig {

@@ -5,33 +5,11 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
 use rl_core::params::module_tensors;
 use rl_envs::testing::{assert_resumes_bit_identically, training_env};
-use rl_offline::{DatasetSpec, RecordOptions, record, write_dataset};
 use std::path::PathBuf;
 
-/// Episodes of an untrained PPO with ε-random actions on `env` (rewards kept or dropped).
 fn data(env: &str, rewards: bool, ext: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!(
-        "rl-marwil-resume-{}-{env}-{rewards}.{ext}",
-        std::process::id()
-    ));
-    let run = RunConfig::from_yaml(
-        &format!("algorithm: ppo\nenv_id: {env}\ntotal_timesteps: 1\n"),
-        &[],
-        "t",
-    )
-    .unwrap();
-    let mut ppo = rl_ppo::Ppo::new(&run, &training_env, &Device::flex()).unwrap();
-    let mut e = rl_envs::make(env, &Default::default()).unwrap();
-    let opts = RecordOptions {
-        episodes: 3,
-        epsilon: 0.3,
-        ..Default::default()
-    };
-    let d = record(&mut ppo, e.as_mut(), &opts).unwrap();
-    let mut spec = DatasetSpec::from_spaces(e.observation_space(), e.action_space());
-    spec.has_rewards = rewards;
-    write_dataset(&p, &d, &spec).unwrap();
-    p
+    let name = format!("marwil-{env}-{rewards}.{ext}");
+    rl_offline_testing::untrained_data(env, &rl_offline_testing::tmp_file(&name), rewards)
 }
 
 fn run(algo: &str, env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {

@@ -126,8 +126,14 @@ impl OnPolicyLearner for A2cLearner {
 
     const NAME: &'static str = "a2c";
 
-    fn build(cfg: A2cConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
-        Self::new(cfg, policy, device, run.total_timesteps)
+    fn build(
+        cfg: A2cConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&rl_core::Space, &rl_core::Space),
+    ) -> Result<Self, rl_core::RlError> {
+        Ok(Self::new(cfg, policy, device, run.total_timesteps))
     }
     fn save_state(&self) -> LearnerFiles {
         save_policy_and_optimizer(&self.policy, &self.opt, OPT)

@@ -280,8 +280,16 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     fn check_action_space(_space: &Space) -> Result<(), String> {
         Ok(())
     }
-    /// A learner for a fresh `policy` on the autodiff `device`.
-    fn build(cfg: Self::Config, policy: Self::Policy, device: Device, run: &RunConfig) -> Self;
+    /// A learner for a fresh `policy` on the autodiff `device`, for a run whose envs have
+    /// these observation and action spaces; fails on what it needs besides the policy (GAIL:
+    /// expert data that is missing or does not fit).
+    fn build(
+        cfg: Self::Config,
+        policy: Self::Policy,
+        device: Device,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+    ) -> Result<Self, RlError>;
     /// The hyperparameters.
     fn config(&self) -> &Self::Config;
     /// The policy network.
@@ -429,7 +437,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         })?;
         core.collector.set_state_dim(policy.state_dim());
         Ok(Self {
-            learner: L::build(cfg, policy, device, run),
+            learner: L::build(cfg, policy, device, run, (&core.obs_space, &core.act_space))?,
             core,
         })
     }

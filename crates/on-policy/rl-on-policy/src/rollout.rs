@@ -233,6 +233,8 @@ impl RolloutCollector {
         let mut clipped = Vec::new();
         let mut rewards = vec![0.0f32; n];
         let mut dones = vec![0.0f32; n];
+        let mut boot = vec![0.0f32; n];
+        let (mut next_raw, mut next_flat) = (Vec::new(), Vec::new());
         let act_dim = self.env.act_dim();
         let mut noise = policy.sde_noise(n * act_dim, rng);
         for step in 0..self.buffer.n_steps {
@@ -294,6 +296,7 @@ impl RolloutCollector {
             let trunc_envs: Vec<usize> = (0..n)
                 .filter(|&e| self.env.truncated()[e] && !self.env.terminated()[e])
                 .collect();
+            boot.iter_mut().for_each(|b| *b = 0.0);
             if !trunc_envs.is_empty() {
                 let mut raw = Vec::new();
                 for &e in &trunc_envs {
@@ -314,6 +317,7 @@ impl RolloutCollector {
                 );
                 for (k, &e) in trunc_envs.iter().enumerate() {
                     rewards[e] += gamma * v[k];
+                    boot[e] = gamma * v[k];
                 }
             }
             self.buffer.add(
@@ -324,6 +328,18 @@ impl RolloutCollector {
                 &values,
                 &log_probs,
             );
+            self.buffer.set_last_bootstraps(&boot);
+            // The observation each step led to: the true final one where an episode ended.
+            next_raw.clear();
+            next_raw.extend_from_slice(self.env.obs());
+            let od = next_raw.len() / n.max(1);
+            for e in 0..n {
+                if dones[e] > 0.0 {
+                    next_raw[e * od..(e + 1) * od].copy_from_slice(self.env.final_obs(e));
+                }
+            }
+            flatten_batch(&space, &next_raw, &mut next_flat);
+            self.buffer.set_last_next_obs(&next_flat);
             self.last_obs.copy_from_slice(self.env.obs());
             self.last_episode_starts.copy_from_slice(&dones);
             info.episodes.extend(self.env.drain_episodes());

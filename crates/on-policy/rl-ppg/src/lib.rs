@@ -267,8 +267,14 @@ impl OnPolicyLearner for PpgLearner {
             )),
         }
     }
-    fn build(cfg: PpgConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
-        Self::new(cfg, policy, device, run)
+    fn build(
+        cfg: PpgConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&rl_core::Space, &rl_core::Space),
+    ) -> Result<Self, rl_core::RlError> {
+        Ok(Self::new(cfg, policy, device, run))
     }
     fn config(&self) -> &PpgConfig {
         &self.cfg

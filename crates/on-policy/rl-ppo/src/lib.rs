@@ -237,9 +237,17 @@ impl OnPolicyLearner for PpoLearner {
 
     const NAME: &'static str = "ppo";
 
-    fn build(cfg: PpoConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
-        let rng = Rng::for_stream(run.seed, "minibatch");
-        Self::new(cfg, policy, device, rng, run.total_timesteps)
+    fn build(
+        cfg: PpoConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&rl_core::Space, &rl_core::Space),
+    ) -> Result<Self, rl_core::RlError> {
+        Ok({
+            let rng = Rng::for_stream(run.seed, "minibatch");
+            Self::new(cfg, policy, device, rng, run.total_timesteps)
+        })
     }
     rl_on_policy::minibatch_learner_state!();
 }

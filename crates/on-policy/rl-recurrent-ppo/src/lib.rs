@@ -257,9 +257,12 @@ impl OnPolicyLearner for RecurrentPpoLearner {
         policy: RecurrentActorCritic,
         device: Device,
         run: &RunConfig,
-    ) -> Self {
-        let rng = Rng::for_stream(run.seed, "minibatch");
-        Self::new(cfg, policy, device, rng, run.total_timesteps)
+        _spaces: (&rl_core::Space, &rl_core::Space),
+    ) -> Result<Self, rl_core::RlError> {
+        Ok({
+            let rng = Rng::for_stream(run.seed, "minibatch");
+            Self::new(cfg, policy, device, rng, run.total_timesteps)
+        })
     }
     fn config(&self) -> &RecurrentPpoConfig {
         &self.cfg

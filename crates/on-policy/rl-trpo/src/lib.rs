@@ -206,9 +206,17 @@ impl OnPolicyLearner for TrpoLearner {
 
     const NAME: &'static str = "trpo";
 
-    fn build(cfg: TrpoConfig, policy: ActorCritic, device: Device, run: &RunConfig) -> Self {
-        let rng = Rng::for_stream(run.seed, "minibatch");
-        Self::new(cfg, policy, device, rng, run.total_timesteps)
+    fn build(
+        cfg: TrpoConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&rl_core::Space, &rl_core::Space),
+    ) -> Result<Self, rl_core::RlError> {
+        Ok({
+            let rng = Rng::for_stream(run.seed, "minibatch");
+            Self::new(cfg, policy, device, rng, run.total_timesteps)
+        })
     }
     fn save_state(&self) -> LearnerFiles {
         rl_on_policy::agent::save_with_minibatch_rng(&self.policy, &self.opt, OPT, &self.rng_batch)

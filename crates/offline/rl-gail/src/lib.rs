@@ -1,0 +1,428 @@
+//! rl-gail: adversarial imitation — GAIL (Ho & Ermon 2016) and AIRL (Fu, Luo, Levine 2018) —
+//! with PPO (`rl-ppo`'s learner, unchanged) as the policy optimizer, as the `imitation`
+//! library does. Every rollout: `n_disc_updates` discriminator steps on `disc_batch_size`
+//! expert rows (from `expert_data_path`) against as many rollout rows, with a gradient penalty
+//! on interpolates; the rollout's rewards are replaced by the discriminator's (GAIL
+//! `−log(1 − D)`, AIRL `f`), keeping the truncation bootstrap; advantages are recomputed; then
+//! PPO updates. Discrete and continuous actions.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod loss;
+pub mod model;
+
+pub use config::{GailConfig, RewardType};
+pub use model::{DiscInput, Discriminator};
+
+use rl_core::algorithm::{Learner, RlError, check_losses};
+use rl_core::batch::{flatten_batch, host, tensor1, tensor2};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::{Checkpoint, read_module};
+use rl_core::config::RunConfig;
+use rl_core::logger::Metrics;
+use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
+use rl_core::{Rng, Space};
+use rl_offline::{Dataset, Transitions};
+use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
+use rl_ppo::PpoLearner;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// A GAIL / AIRL agent: the shared on-policy agent around [`GailLearner`].
+pub type Gail = OnPolicyAgent<GailLearner>;
+
+/// Expert rows in the encodings the discriminator takes.
+struct Expert {
+    n: usize,
+    /// `[n × obs]` flat observations.
+    obs: Vec<f32>,
+    /// `[n × (obs + act)]`.
+    obs_act: Vec<f32>,
+    /// `[n × obs]` flat next observations.
+    next_obs: Vec<f32>,
+    /// `[n]` 1 where the step terminated.
+    terminated: Vec<f32>,
+    /// `[n × act_dim]` raw actions (for log π).
+    actions: Vec<f32>,
+}
+
+/// PPO's learner with the discriminator that relabels its rollouts' rewards.
+pub struct GailLearner {
+    cfg: GailConfig,
+    ppo: PpoLearner,
+    disc: Discriminator,
+    opt_disc: FlatOptimizer,
+    expert: Expert,
+    act_space: Space,
+    device: Device,
+    rng_disc: Rng,
+}
+
+/// Flat observations and flat (one-hot) actions side by side, per row.
+fn obs_act(obs_flat: &[f32], act_raw: &[f32], d_obs: usize, act_space: &Space) -> Vec<f32> {
+    let ad = act_space.raw_dim().max(1);
+    let n = obs_flat.len() / d_obs.max(1);
+    let mut out = Vec::with_capacity(n * (d_obs + act_space.flat_dim()));
+    let mut clipped = Vec::with_capacity(ad);
+    for i in 0..n {
+        out.extend_from_slice(&obs_flat[i * d_obs..(i + 1) * d_obs]);
+        // The policy's raw Box samples are clipped as the env clips them.
+        clipped.clear();
+        clipped.extend_from_slice(&act_raw[i * ad..(i + 1) * ad]);
+        act_space.clip_to_bounds(&mut clipped);
+        act_space.flatten(&clipped, &mut out);
+    }
+    out
+}
+
+fn load_expert(
+    path: &str,
+    env: &str,
+    obs_space: &Space,
+    act_space: &Space,
+) -> Result<Transitions, RlError> {
+    let mut ds = Dataset::open(Path::new(path))?;
+    ds.fit(env, obs_space, act_space)?;
+    let d = ds.read_all()?;
+    if d.is_empty() {
+        return Err(RlError::Config(format!("{path}: no expert rows")));
+    }
+    Ok(d)
+}
+
+impl GailLearner {
+    /// The discriminator.
+    pub fn discriminator(&self) -> &Discriminator {
+        &self.disc
+    }
+
+    /// PPO's learner.
+    pub fn ppo(&self) -> &PpoLearner {
+        &self.ppo
+    }
+
+    /// Discriminator inputs for rows `idx` of the rollout.
+    fn rollout_input(&self, buf: &RolloutBuffer, idx: &[usize], dev: &Device) -> DiscInput {
+        let (od, ad) = (buf.obs_dim, buf.act_dim);
+        let obs = RolloutBuffer::gather(&buf.obs, od, idx);
+        let acts = RolloutBuffer::gather(&buf.actions, ad, idx);
+        let oa = obs_act(&obs, &acts, od, &self.act_space);
+        let b = idx.len();
+        let gamma = self.cfg.ppo.gamma as f32;
+        let n = buf.n_envs;
+        // A step terminated where the next step starts an episode and nothing was bootstrapped.
+        let discount: Vec<f32> = idx
+            .iter()
+            .map(|&i| {
+                let next_start = if i + n < buf.len() {
+                    buf.episode_starts[i + n]
+                } else {
+                    buf.last_dones[i % n]
+                };
+                let terminated = next_start > 0.0 && buf.bootstraps[i] == 0.0;
+                if terminated { 0.0 } else { gamma }
+            })
+            .collect();
+        DiscInput {
+            obs_act: tensor2(oa, b, od + self.act_space.flat_dim(), dev),
+            obs: tensor2(obs, b, od, dev),
+            next_obs: tensor2(RolloutBuffer::gather(&buf.next_obs, od, idx), b, od, dev),
+            discount: tensor1(discount, dev),
+            log_pi: tensor1(idx.iter().map(|&i| buf.log_probs[i]).collect(), dev),
+        }
+    }
+
+    /// Discriminator inputs for expert rows `idx`, with log π under the current policy.
+    fn expert_input(&self, idx: &[usize], dev: &Device) -> DiscInput {
+        let e = &self.expert;
+        let od = e.obs.len() / e.n;
+        let wa = e.obs_act.len() / e.n;
+        let ad = e.actions.len() / e.n;
+        let b = idx.len();
+        let obs = RolloutBuffer::gather(&e.obs, od, idx);
+        let acts = RolloutBuffer::gather(&e.actions, ad, idx);
+        let infer = dev.clone().inner();
+        let (lp, _) = self.ppo.policy().valid().log_prob_entropy(
+            tensor2(obs.clone(), b, od, &infer),
+            tensor2(acts, b, ad, &infer),
+        );
+        let gamma = self.cfg.ppo.gamma as f32;
+        DiscInput {
+            obs_act: tensor2(RolloutBuffer::gather(&e.obs_act, wa, idx), b, wa, dev),
+            obs: tensor2(obs, b, od, dev),
+            next_obs: tensor2(RolloutBuffer::gather(&e.next_obs, od, idx), b, od, dev),
+            discount: tensor1(
+                idx.iter()
+                    .map(|&i| gamma * (1.0 - e.terminated[i]))
+                    .collect(),
+                dev,
+            ),
+            log_pi: tensor1(host(lp), dev),
+        }
+    }
+
+    /// `n_disc_updates` discriminator steps; returns (loss, penalty, expert accuracy, policy
+    /// accuracy) of the last.
+    fn train_discriminator(&mut self, buf: &RolloutBuffer) -> Result<[f64; 4], RlError> {
+        let a = self.cfg.adversarial.clone();
+        let dev = self.device.clone();
+        let b = a.disc_batch_size;
+        let mut out = [0.0; 4];
+        for _ in 0..a.n_disc_updates {
+            let pi_idx: Vec<usize> = (0..b)
+                .map(|_| self.rng_disc.below(buf.len() as u64) as usize)
+                .collect();
+            let ex_idx: Vec<usize> = (0..b)
+                .map(|_| self.rng_disc.below(self.expert.n as u64) as usize)
+                .collect();
+            let xe = self.expert_input(&ex_idx, &dev);
+            let xp = self.rollout_input(buf, &pi_idx, &dev);
+            let le = self.disc.logits(&xe);
+            let lp = self.disc.logits(&xp);
+            let (he, hp) = (host(le.clone().inner()), host(lp.clone().inner()));
+            let mut total = loss::disc_loss(le, lp);
+            let lv = host(total.clone().inner())[0] as f64;
+            let mut gp = 0.0;
+            if a.gradient_penalty_coef > 0.0 {
+                // On g's input, at random interpolates of expert and policy rows.
+                let w = self.expert.obs_act.len() / self.expert.n;
+                let (e, p) = (host(xe.obs_act.inner()), host(xp.obs_act.inner()));
+                let x: Vec<f32> = (0..b)
+                    .flat_map(|r| {
+                        let t = self.rng_disc.uniform() as f32;
+                        let (e, p) = (&e[r * w..(r + 1) * w], &p[r * w..(r + 1) * w]);
+                        e.iter()
+                            .zip(p)
+                            .map(move |(e, p)| t * e + (1.0 - t) * p)
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                let eps = 1e-2f32;
+                let base = self.disc.g_values(tensor2(x.clone(), b, w, &dev));
+                let diffs = (0..2)
+                    .map(|_| {
+                        let mut moved = x.clone();
+                        for r in 0..b {
+                            let u: Vec<f32> =
+                                (0..w).map(|_| self.rng_disc.normal() as f32).collect();
+                            let norm = u.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+                            for (k, v) in u.iter().enumerate() {
+                                moved[r * w + k] += eps * v / norm;
+                            }
+                        }
+                        (self.disc.g_values(tensor2(moved, b, w, &dev)) - base.clone())
+                            .div_scalar(eps as f64)
+                    })
+                    .collect();
+                let pen = loss::gradient_penalty(diffs, w);
+                gp = host(pen.clone().inner())[0] as f64;
+                total = total + pen.mul_scalar(a.gradient_penalty_coef);
+            }
+            check_losses(
+                0,
+                &[("losses/disc_loss", lv), ("losses/gradient_penalty", gp)],
+            )?;
+            let g = flat_grads(&self.disc, total.backward(), &dev);
+            self.disc = self
+                .opt_disc
+                .step_flat(a.disc_learning_rate, self.disc.clone(), g)
+                .0;
+            let acc = |v: &[f32], expert: bool| {
+                v.iter().filter(|&&l| (l > 0.0) == expert).count() as f64 / v.len().max(1) as f64
+            };
+            out = [lv, gp, acc(&he, true), acc(&hp, false)];
+        }
+        Ok(out)
+    }
+
+    /// Replaces the rollout's rewards with the discriminator's (bootstraps kept) and
+    /// recomputes advantages; returns the mean learned reward.
+    fn relabel(&self, buf: &mut RolloutBuffer) -> f64 {
+        let dev = self.device.clone().inner();
+        let idx: Vec<usize> = (0..buf.len()).collect();
+        let disc = self.disc.valid();
+        let mut rewards = Vec::with_capacity(buf.len());
+        for chunk in idx.chunks(4096) {
+            let x = self.rollout_input(buf, chunk, &dev);
+            let r = match self.cfg.adversarial.reward_type {
+                RewardType::Gail => loss::gail_reward(&host(disc.logits(&x))),
+                RewardType::Airl => host(disc.f(&x)),
+            };
+            rewards.extend(r);
+        }
+        let mean = rewards.iter().map(|&r| r as f64).sum::<f64>() / rewards.len().max(1) as f64;
+        for (i, r) in rewards.into_iter().enumerate() {
+            buf.rewards[i] = r + buf.bootstraps[i];
+        }
+        let (lv, ld) = (buf.last_values.clone(), buf.last_dones.clone());
+        buf.compute_returns_and_advantage(
+            &lv,
+            &ld,
+            self.cfg.ppo.gamma as f32,
+            self.cfg.ppo.gae_lambda as f32,
+        );
+        mean
+    }
+}
+
+impl Learner for GailLearner {
+    type Batch = RolloutBuffer;
+
+    /// Discriminator steps, relabelled rewards and advantages, then one PPO update.
+    fn update(&mut self, batch: &mut RolloutBuffer) -> Result<Metrics, RlError> {
+        let [dl, gp, ea, pa] = self.train_discriminator(batch)?;
+        let env_reward = batch.rewards.iter().map(|&r| r as f64).sum::<f64>() / batch.len() as f64;
+        let mean_r = self.relabel(batch);
+        let mut m = self.ppo.update(batch)?;
+        m.insert("losses/disc_loss".into(), dl);
+        m.insert("losses/gradient_penalty".into(), gp);
+        m.insert("disc/expert_accuracy".into(), ea);
+        m.insert("disc/policy_accuracy".into(), pa);
+        m.insert("disc/learned_reward".into(), mean_r);
+        m.insert("disc/env_reward".into(), env_reward);
+        Ok(m)
+    }
+
+    fn weights(&self) -> TensorMap {
+        self.ppo.weights()
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        self.ppo.set_weights(weights)
+    }
+}
+
+impl OnPolicyLearner for GailLearner {
+    type Config = GailConfig;
+    type Policy = ActorCritic;
+    const NAME: &'static str = "gail";
+
+    fn rollout_settings(cfg: &GailConfig) -> (usize, f64, f64) {
+        PpoLearner::rollout_settings(&cfg.ppo)
+    }
+
+    fn make_policy(
+        cfg: &GailConfig,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        PpoLearner::make_policy(&cfg.ppo, obs_space, act_space, rng, device)
+    }
+
+    fn sde(cfg: &GailConfig) -> Option<i64> {
+        PpoLearner::sde(&cfg.ppo)
+    }
+
+    fn build(
+        cfg: GailConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+    ) -> Result<Self, RlError> {
+        let (obs_space, act_space) = (spaces.0, spaces.1.clone());
+        let data = load_expert(
+            &cfg.adversarial.expert_data_path,
+            &run.env_id,
+            obs_space,
+            &act_space,
+        )?;
+        let d_obs = obs_space.flat_dim();
+        let (mut obs, mut next) = (Vec::new(), Vec::new());
+        flatten_batch(obs_space, &data.obs, &mut obs);
+        flatten_batch(obs_space, &data.new_obs, &mut next);
+        let expert = Expert {
+            n: data.len(),
+            obs_act: obs_act(&obs, &data.actions, d_obs, &act_space),
+            obs,
+            next_obs: next,
+            terminated: data.terminated.iter().map(|&t| t as u8 as f32).collect(),
+            actions: data.actions.clone(),
+        };
+        let mut rng = Rng::for_stream(run.seed, "discriminator");
+        let disc = Discriminator::new(
+            cfg.adversarial.reward_type,
+            d_obs,
+            act_space.flat_dim(),
+            &cfg.adversarial.disc_net_arch,
+            &mut rng,
+            &device,
+        );
+        let ppo = PpoLearner::build(cfg.ppo.clone(), policy, device.clone(), run, spaces)?;
+        Ok(Self {
+            opt_disc: FlatOptimizer::new(OptimizerKind::adam(1e-8), None),
+            rng_disc: rng,
+            cfg,
+            ppo,
+            disc,
+            expert,
+            act_space,
+            device,
+        })
+    }
+
+    fn config(&self) -> &GailConfig {
+        &self.cfg
+    }
+
+    fn policy(&self) -> &ActorCritic {
+        self.ppo.policy()
+    }
+
+    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
+        self.ppo.set_progress(num_timesteps, total_timesteps);
+    }
+
+    fn save_state(&self) -> LearnerFiles {
+        let (mut files, mut state) = self.ppo.save_state();
+        let mut opt = TensorMap::default();
+        let steps = self.opt_disc.save("disc", &mut opt);
+        files.push((
+            "discriminator.safetensors",
+            module_tensors(&self.disc).to_bytes(),
+        ));
+        files.push(("disc_optimizer.safetensors", opt.to_bytes()));
+        state.insert("disc_optimizer_steps".into(), steps.into());
+        state.insert(
+            "rng_disc".into(),
+            serde_json::to_value(&self.rng_disc).expect("serializable"),
+        );
+        (files, state)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
+        self.ppo.load_state(ck, state)?;
+        let dev = self.device.clone();
+        self.disc = read_module(ck, "discriminator.safetensors", self.disc.clone(), &dev)?;
+        let file = ck.path_of("disc_optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("disc_optimizer.safetensors")?, &file)?;
+        let steps = state
+            .get("disc_optimizer_steps")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                RlError::Config(format!(
+                    "{}: disc_optimizer_steps missing",
+                    ck.path_of("state.json")
+                ))
+            })?;
+        let np = num_params(&self.disc);
+        self.opt_disc
+            .load("disc", &mut opt, steps, np, &file, &dev)?;
+        self.rng_disc = state
+            .get("rng_disc")
+            .cloned()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .ok_or_else(|| {
+                RlError::Config(format!(
+                    "{}: rng_disc missing or invalid",
+                    ck.path_of("state.json")
+                ))
+            })?;
+        Ok(())
+    }
+}
