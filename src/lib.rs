@@ -192,6 +192,11 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             &make_training_env,
             device,
         )?)),
+        "gail" => Ok(Box::new(rl_gail::Gail::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
         other => Err(RlError::Config(format!(
             "{}: checkpoint of unknown algorithm {other:?}",
             dir.display()

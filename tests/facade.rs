@@ -53,6 +53,10 @@ fn tiny(name: &str) -> String {
             "CartPole-v1",
             "{batch_size: 8, policy_kwargs: {net_arch: [8]}}",
         ),
+        "gail" => (
+            "CartPole-v1",
+            "{n_steps: 16, batch_size: 16, n_epochs: 1, disc_batch_size: 8, expert_data_path: EXPERT}",
+        ),
         other => panic!("add a tiny config for {other}"),
     };
     let kwargs = kwargs.replace("EXPERT", &dataset().display().to_string());
