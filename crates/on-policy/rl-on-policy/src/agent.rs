@@ -219,8 +219,13 @@ pub fn actor_critic_grads<A: Send, C: Send>(
 
 /// The flat gradient over `policy`'s parameters of `actor loss + critic loss` and what each
 /// closure reports besides its loss. When `separate` (the two losses reach disjoint
-/// parameters) their forward and backward passes run on two cores at once (the gradient of
-/// the sum is the sum of the gradients); otherwise one backward pass of the sum.
+/// parameters) each loss gets its own backward pass (the gradient of the sum is the sum of the
+/// gradients); otherwise one backward pass of the sum.
+///
+/// The two passes run one after the other: run on two threads, as they once were, the two
+/// graphs share the policy's parameter leaves, and burn's autodiff graph locking can then
+/// deadlock (seen once in CI: one thread in `backward`, the other registering a node). The
+/// sequential passes give the same numbers as the parallel ones did.
 pub fn split_grads<M: Module + Sync, A: Send, C: Send>(
     policy: &M,
     separate: bool,
@@ -229,16 +234,10 @@ pub fn split_grads<M: Module + Sync, A: Send, C: Send>(
     critic: impl FnOnce() -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
     if separate {
-        let ((ga, a), (gc, c)) = rayon::join(
-            || {
-                let (l, a) = actor();
-                (l.backward(), a)
-            },
-            || {
-                let (l, c) = critic();
-                (l.backward(), c)
-            },
-        );
+        let (la, a) = actor();
+        let ga = la.backward();
+        let (lc, c) = critic();
+        let gc = lc.backward();
         let g = flat_grads(policy, ga, device) + flat_grads(policy, gc, device);
         (g, a, c)
     } else {
