@@ -15,7 +15,7 @@ pub enum RewardType {
     /// `−log(1 − D)`.
     Gail,
     /// AIRL (Fu et al. 2018): `f(s, a, s′) = g(s, a) + γ h(s′) − h(s)`, `D = σ(f − log π)`; the
-    /// policy's reward is `f`.
+    /// policy's reward is `f − entropy_weight · log π`.
     Airl,
 }
 
@@ -43,10 +43,30 @@ pub struct AdversarialConfig {
     /// Hidden layers of the discriminator's networks.
     #[serde(default = "disc_arch")]
     pub disc_net_arch: Vec<usize>,
+    /// The reward term sees the state only: `g(s)` instead of `g(s, a)` (AIRL's state-only
+    /// reward, inverse_rl's `state_only`).
+    #[serde(default)]
+    pub state_only: bool,
+    /// Normalizes the discriminator's observation inputs with running statistics of the
+    /// expert and policy rows it trains on (imitation's `RunningNorm` input layer).
+    #[serde(default)]
+    pub disc_normalize_input: bool,
+    /// AIRL: the policy's reward is `f − entropy_weight · log π(a|s)`; 1 is the paper's
+    /// `log D − log(1 − D)` (entropy-regularized RL), 0 is `f` alone (the `imitation`
+    /// library's), inverse_rl's Pendulum script uses 0.1.
+    #[serde(default = "one")]
+    pub entropy_weight: f64,
+    /// Normalizes the policy's learned reward with running statistics of the rollouts'
+    /// rewards, `(r − mean) / std` (imitation's `NormalizedRewardNet`).
+    #[serde(default)]
+    pub normalize_reward: bool,
 }
 
 fn lr() -> f64 {
     3e-4
+}
+fn one() -> f64 {
+    1.0
 }
 fn four() -> usize {
     4
@@ -73,6 +93,10 @@ pub const ADVERSARIAL_KEYS: &[&str] = &[
     "gradient_penalty_coef",
     "disc_batch_size",
     "disc_net_arch",
+    "state_only",
+    "entropy_weight",
+    "disc_normalize_input",
+    "normalize_reward",
 ];
 
 /// GAIL / AIRL hyperparameters (`algo_kwargs`): the adversarial settings and PPO's.
@@ -134,6 +158,9 @@ impl AlgoConfig for GailConfig {
         }
         if !(a.gradient_penalty_coef >= 0.0) {
             return err("gradient_penalty_coef", "must be >= 0");
+        }
+        if !(a.entropy_weight >= 0.0) {
+            return err("entropy_weight", "must be >= 0");
         }
         if a.disc_net_arch.contains(&0) {
             return err("disc_net_arch", "layer sizes must be at least 1");

@@ -3,8 +3,8 @@
 //! library does. Every rollout: `n_disc_updates` discriminator steps on `disc_batch_size`
 //! expert rows (from `expert_data_path`) against as many rollout rows, with a gradient penalty
 //! on interpolates; the rollout's rewards are replaced by the discriminator's (GAIL
-//! `−log(1 − D)`, AIRL `f`), keeping the truncation bootstrap; advantages are recomputed; then
-//! PPO updates. Discrete and continuous actions.
+//! `−log(1 − D)`, AIRL `f − entropy_weight · log π`), keeping the truncation bootstrap;
+//! advantages are recomputed; then PPO updates. Discrete and continuous actions.
 #![warn(missing_docs)]
 
 pub mod config;
@@ -24,6 +24,7 @@ use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
+use rl_core::wrappers::RunningMeanStd;
 use rl_core::{Rng, Space};
 use rl_offline::{Dataset, Transitions};
 use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
@@ -59,21 +60,33 @@ pub struct GailLearner {
     act_space: Space,
     device: Device,
     rng_disc: Rng,
+    /// Running statistics of the discriminator's observation inputs (`disc_normalize_input`).
+    obs_rms: Option<RunningMeanStd>,
+    /// Running statistics of the learned reward (`normalize_reward`).
+    reward_rms: Option<RunningMeanStd>,
 }
 
-/// Flat observations and flat (one-hot) actions side by side, per row.
-fn obs_act(obs_flat: &[f32], act_raw: &[f32], d_obs: usize, act_space: &Space) -> Vec<f32> {
+/// Flat observations and flat (one-hot) actions side by side, per row (only the observations
+/// for a state-only reward).
+fn obs_act(
+    obs_flat: &[f32],
+    act_raw: &[f32],
+    d_obs: usize,
+    act_space: &Space,
+    state_only: bool,
+) -> Vec<f32> {
+    if state_only {
+        return obs_flat.to_vec();
+    }
     let ad = act_space.raw_dim().max(1);
     let n = obs_flat.len() / d_obs.max(1);
     let mut out = Vec::with_capacity(n * (d_obs + act_space.flat_dim()));
-    let mut clipped = Vec::with_capacity(ad);
     for i in 0..n {
         out.extend_from_slice(&obs_flat[i * d_obs..(i + 1) * d_obs]);
-        // The policy's raw Box samples are clipped as the env clips them.
-        clipped.clear();
-        clipped.extend_from_slice(&act_raw[i * ad..(i + 1) * ad]);
-        act_space.clip_to_bounds(&mut clipped);
-        act_space.flatten(&clipped, &mut out);
+        // The action the policy sampled, not the one the env clipped it to: log π is of this
+        // action, and a Gaussian whose mean has left the bounds must still look unlike the
+        // expert (clipped, every such action equals the bound, and the reward stops moving it).
+        act_space.flatten(&act_raw[i * ad..(i + 1) * ad], &mut out);
     }
     out
 }
@@ -93,6 +106,24 @@ fn load_expert(
     Ok(d)
 }
 
+/// Per-column mean and (population) variance of `w`-wide rows.
+fn moments(rows: &[f32], w: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = (rows.len() / w.max(1)).max(1) as f64;
+    let mut mean = vec![0.0; w];
+    for row in rows.chunks(w) {
+        for (m, &v) in mean.iter_mut().zip(row) {
+            *m += v as f64 / n;
+        }
+    }
+    let mut var = vec![0.0; w];
+    for row in rows.chunks(w) {
+        for ((s, &v), m) in var.iter_mut().zip(row).zip(&mean) {
+            *s += (v as f64 - m).powi(2) / n;
+        }
+    }
+    (mean, var)
+}
+
 impl GailLearner {
     /// The discriminator.
     pub fn discriminator(&self) -> &Discriminator {
@@ -104,12 +135,46 @@ impl GailLearner {
         &self.ppo
     }
 
+    /// Normalizes the leading `od` values of each `w`-wide row with the observation
+    /// statistics, if kept.
+    fn normalize(&self, rows: &mut [f32], od: usize, w: usize) {
+        if let Some(rms) = &self.obs_rms {
+            for row in rows.chunks_mut(w) {
+                for (k, v) in row[..od].iter_mut().enumerate() {
+                    *v = ((*v as f64 - rms.mean[k]) / (rms.var[k] + 1e-8).sqrt()) as f32;
+                }
+            }
+        }
+    }
+
+    /// Observations, flat actions (or observations only) and next observations, normalized.
+    fn inputs(
+        &self,
+        mut obs: Vec<f32>,
+        mut oa: Vec<f32>,
+        mut next: Vec<f32>,
+        od: usize,
+    ) -> [Vec<f32>; 3] {
+        let w = oa.len() / (obs.len() / od.max(1)).max(1);
+        self.normalize(&mut obs, od, od);
+        self.normalize(&mut next, od, od);
+        self.normalize(&mut oa, od, w.max(1));
+        [obs, oa, next]
+    }
+
     /// Discriminator inputs for rows `idx` of the rollout.
     fn rollout_input(&self, buf: &RolloutBuffer, idx: &[usize], dev: &Device) -> DiscInput {
         let (od, ad) = (buf.obs_dim, buf.act_dim);
         let obs = RolloutBuffer::gather(&buf.obs, od, idx);
         let acts = RolloutBuffer::gather(&buf.actions, ad, idx);
-        let oa = obs_act(&obs, &acts, od, &self.act_space);
+        let oa = obs_act(
+            &obs,
+            &acts,
+            od,
+            &self.act_space,
+            self.cfg.adversarial.state_only,
+        );
+        let next = RolloutBuffer::gather(&buf.next_obs, od, idx);
         let b = idx.len();
         let gamma = self.cfg.ppo.gamma as f32;
         let n = buf.n_envs;
@@ -126,10 +191,12 @@ impl GailLearner {
                 if terminated { 0.0 } else { gamma }
             })
             .collect();
+        let w = oa.len() / b.max(1);
+        let [obs, oa, next] = self.inputs(obs, oa, next, od);
         DiscInput {
-            obs_act: tensor2(oa, b, od + self.act_space.flat_dim(), dev),
+            obs_act: tensor2(oa, b, w, dev),
             obs: tensor2(obs, b, od, dev),
-            next_obs: tensor2(RolloutBuffer::gather(&buf.next_obs, od, idx), b, od, dev),
+            next_obs: tensor2(next, b, od, dev),
             discount: tensor1(discount, dev),
             log_pi: tensor1(idx.iter().map(|&i| buf.log_probs[i]).collect(), dev),
         }
@@ -150,10 +217,16 @@ impl GailLearner {
             tensor2(acts, b, ad, &infer),
         );
         let gamma = self.cfg.ppo.gamma as f32;
+        let [obs, oa, next] = self.inputs(
+            obs,
+            RolloutBuffer::gather(&e.obs_act, wa, idx),
+            RolloutBuffer::gather(&e.next_obs, od, idx),
+            od,
+        );
         DiscInput {
-            obs_act: tensor2(RolloutBuffer::gather(&e.obs_act, wa, idx), b, wa, dev),
+            obs_act: tensor2(oa, b, wa, dev),
             obs: tensor2(obs, b, od, dev),
-            next_obs: tensor2(RolloutBuffer::gather(&e.next_obs, od, idx), b, od, dev),
+            next_obs: tensor2(next, b, od, dev),
             discount: tensor1(
                 idx.iter()
                     .map(|&i| gamma * (1.0 - e.terminated[i]))
@@ -178,6 +251,17 @@ impl GailLearner {
             let ex_idx: Vec<usize> = (0..b)
                 .map(|_| self.rng_disc.below(self.expert.n as u64) as usize)
                 .collect();
+            if self.obs_rms.is_some() {
+                // imitation's RunningNorm: the statistics follow the rows the
+                // discriminator trains on, expert and policy alike.
+                let od = buf.obs_dim;
+                let mut rows = RolloutBuffer::gather(&self.expert.obs, od, &ex_idx);
+                rows.extend(RolloutBuffer::gather(&buf.obs, od, &pi_idx));
+                let (mean, var) = moments(&rows, od);
+                if let Some(rms) = &mut self.obs_rms {
+                    rms.update_from_moments(&mean, &var, (2 * b) as f64);
+                }
+            }
             let xe = self.expert_input(&ex_idx, &dev);
             let xp = self.rollout_input(buf, &pi_idx, &dev);
             let le = self.disc.logits(&xe);
@@ -238,9 +322,9 @@ impl GailLearner {
         Ok(out)
     }
 
-    /// Replaces the rollout's rewards with the discriminator's (bootstraps kept) and
-    /// recomputes advantages; returns the mean learned reward.
-    fn relabel(&self, buf: &mut RolloutBuffer) -> f64 {
+    /// Replaces the rollout's rewards with the discriminator's (normalized if asked;
+    /// bootstraps kept) and recomputes advantages; returns the mean learned reward.
+    fn relabel(&mut self, buf: &mut RolloutBuffer) -> f64 {
         let dev = self.device.clone().inner();
         let idx: Vec<usize> = (0..buf.len()).collect();
         let disc = self.disc.valid();
@@ -249,11 +333,22 @@ impl GailLearner {
             let x = self.rollout_input(buf, chunk, &dev);
             let r = match self.cfg.adversarial.reward_type {
                 RewardType::Gail => loss::gail_reward(&host(disc.logits(&x))),
-                RewardType::Airl => host(disc.f(&x)),
+                RewardType::Airl => {
+                    let w = self.cfg.adversarial.entropy_weight;
+                    host(disc.f(&x) - x.log_pi.clone().mul_scalar(w))
+                }
             };
             rewards.extend(r);
         }
         let mean = rewards.iter().map(|&r| r as f64).sum::<f64>() / rewards.len().max(1) as f64;
+        if let Some(rms) = &mut self.reward_rms {
+            let (m, v) = moments(&rewards, 1);
+            rms.update_from_moments(&m, &v, rewards.len() as f64);
+            let (m, s) = (rms.mean[0], (rms.var[0] + 1e-8).sqrt());
+            for r in &mut rewards {
+                *r = ((*r as f64 - m) / s) as f32;
+            }
+        }
         for (i, r) in rewards.into_iter().enumerate() {
             buf.rewards[i] = r + buf.bootstraps[i];
         }
@@ -338,7 +433,13 @@ impl OnPolicyLearner for GailLearner {
         flatten_batch(obs_space, &data.new_obs, &mut next);
         let expert = Expert {
             n: data.len(),
-            obs_act: obs_act(&obs, &data.actions, d_obs, &act_space),
+            obs_act: obs_act(
+                &obs,
+                &data.actions,
+                d_obs,
+                &act_space,
+                cfg.adversarial.state_only,
+            ),
             obs,
             next_obs: next,
             terminated: data.terminated.iter().map(|&t| t as u8 as f32).collect(),
@@ -348,13 +449,25 @@ impl OnPolicyLearner for GailLearner {
         let disc = Discriminator::new(
             cfg.adversarial.reward_type,
             d_obs,
-            act_space.flat_dim(),
+            if cfg.adversarial.state_only {
+                0
+            } else {
+                act_space.flat_dim()
+            },
             &cfg.adversarial.disc_net_arch,
             &mut rng,
             &device,
         );
         let ppo = PpoLearner::build(cfg.ppo.clone(), policy, device.clone(), run, spaces)?;
         Ok(Self {
+            obs_rms: cfg
+                .adversarial
+                .disc_normalize_input
+                .then(|| RunningMeanStd::new(d_obs)),
+            reward_rms: cfg
+                .adversarial
+                .normalize_reward
+                .then(|| RunningMeanStd::new(1)),
             opt_disc: FlatOptimizer::new(OptimizerKind::adam(1e-8), None),
             rng_disc: rng,
             cfg,
@@ -392,6 +505,14 @@ impl OnPolicyLearner for GailLearner {
             "rng_disc".into(),
             serde_json::to_value(&self.rng_disc).expect("serializable"),
         );
+        for (key, rms) in [
+            ("disc_obs_rms", &self.obs_rms),
+            ("reward_rms", &self.reward_rms),
+        ] {
+            if let Some(rms) = rms {
+                state.insert(key.into(), serde_json::to_value(rms).expect("serializable"));
+            }
+        }
         (files, state)
     }
 
@@ -423,6 +544,35 @@ impl OnPolicyLearner for GailLearner {
                     ck.path_of("state.json")
                 ))
             })?;
+        let path = ck.path_of("state.json");
+        let dims = [
+            self.obs_rms.as_ref().map(|r| r.mean.len()),
+            self.reward_rms.as_ref().map(|r| r.mean.len()),
+        ];
+        for ((key, rms), dim) in [
+            ("disc_obs_rms", &mut self.obs_rms),
+            ("reward_rms", &mut self.reward_rms),
+        ]
+        .into_iter()
+        .zip(dims)
+        {
+            if let Some(rms) = rms {
+                let saved: RunningMeanStd = state
+                    .get(key)
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .filter(|r: &RunningMeanStd| {
+                        Some(r.mean.len()) == dim && r.var.len() == r.mean.len()
+                    })
+                    .ok_or_else(|| {
+                        RlError::Config(format!(
+                            "{path}: {key} missing or not {} running statistics",
+                            dim.unwrap_or(0)
+                        ))
+                    })?;
+                *rms = saved;
+            }
+        }
         Ok(())
     }
 }

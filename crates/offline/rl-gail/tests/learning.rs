@@ -1,5 +1,6 @@
-//! Learning tests (release mode, seed 0): GAIL on CartPole-v1 from 10 expert episodes of the
-//! project's PPO (CI), AIRL on Pendulum-v1 from 20 episodes of the project's SAC.
+//! Learning tests (release mode): GAIL on CartPole-v1 from 10 expert episodes of the project's
+//! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC; CI runs seed 0, `cargo
+//! xtask learn` the other seeds.
 
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;
@@ -30,16 +31,16 @@ fn pendulum_expert() -> PathBuf {
     })
 }
 
-fn within(name: &str, expert: PathBuf, threshold: f64, label: &str) {
+fn within(name: &str, seed: u64, expert: PathBuf, threshold: f64, label: &str) {
     let ov = vec![
-        "seed=0".to_string(),
+        format!("seed={seed}"),
         format!("algo_kwargs.expert_data_path={}", expert.display()),
     ];
     let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &ov);
     let mut gail = rl_gail::Gail::new(&run, &testing::training_env, &Device::flex()).unwrap();
     let (hit, evals) = testing::first_reaching(&mut gail, &run, run.eval_freq, threshold);
     println!(
-        "{label} seed 0: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
+        "{label} seed {seed}: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
         run.total_timesteps
     );
     assert!(hit.is_some(), "never reached {threshold}: {evals:?}");
@@ -49,19 +50,48 @@ fn within(name: &str, expert: PathBuf, threshold: f64, label: &str) {
 fn gail_cartpole_10_expert_episodes_seed0_within_300k() {
     within(
         "gail_cartpole.yaml",
+        0,
         cartpole_expert(),
         450.0,
         "GAIL CartPole-v1",
     );
 }
 
-#[test]
-#[ignore = "long: AIRL on Pendulum runs up to 1M env steps; `cargo xtask learn` runs it"]
-fn airl_pendulum_20_expert_episodes_seed0_within_1m() {
+fn airl_pendulum(seed: u64) {
     within(
         "airl_pendulum.yaml",
+        seed,
         pendulum_expert(),
         -400.0,
         "AIRL Pendulum-v1",
     );
+}
+
+#[test]
+fn airl_pendulum_20_expert_episodes_seed0_within_1m() {
+    airl_pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn airl_pendulum_20_expert_episodes_seed1_within_1m() {
+    airl_pendulum(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn airl_pendulum_20_expert_episodes_seed2_within_1m() {
+    airl_pendulum(2);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn airl_pendulum_20_expert_episodes_seed3_within_1m() {
+    airl_pendulum(3);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn airl_pendulum_20_expert_episodes_seed4_within_1m() {
+    airl_pendulum(4);
 }
