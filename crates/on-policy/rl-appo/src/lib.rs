@@ -177,7 +177,7 @@ impl Appo {
                     }
                 });
                 let (policy, kl_coeff) = (&core.policy, self.kl_coeff);
-                let actor = || {
+                let actor = |policy: &ActorCritic| {
                     let latent = policy.pi.forward(obs.clone());
                     let log_std = policy.dist_log_std(&latent);
                     let params = policy.action_net.forward(latent);
@@ -203,7 +203,7 @@ impl Appo {
                     let r = host(ratio.inner());
                     (total, (h(pg), h(ent), h(kl), r))
                 };
-                let critic = || {
+                let critic = |policy: &ActorCritic| {
                     let vf = rl_on_policy::loss::half_mse(
                         tensor1(pick(&targets), dev),
                         policy.values(obs.clone()),

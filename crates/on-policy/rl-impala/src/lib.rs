@@ -154,14 +154,14 @@ fn learn(
     let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
     let policy = &core.policy;
     let scalar = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
-    let actor = || {
+    let actor = |policy: &ActorCritic| {
         let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
         let pg = loss::policy_gradient_loss(logp.clone(), tensor1(pg_adv, dev));
         let ent = rl_on_policy::loss::entropy_loss(entropy, logp);
         let hs = (scalar(&pg), scalar(&ent));
         (pg + ent.mul_scalar(ent_coef), hs)
     };
-    let critic = || {
+    let critic = |policy: &ActorCritic| {
         let vf = rl_on_policy::loss::half_mse(tensor1(vs, dev), policy.values(obs.clone()));
         let h = scalar(&vf);
         (vf.mul_scalar(cfg.vf_coef), h)

@@ -211,40 +211,52 @@ impl OnPolicyCore {
 pub fn actor_critic_grads<A: Send, C: Send>(
     policy: &ActorCritic,
     device: &Device,
-    actor: impl FnOnce() -> (Tensor<1>, A) + Send,
-    critic: impl FnOnce() -> (Tensor<1>, C) + Send,
+    actor: impl FnOnce(&ActorCritic) -> (Tensor<1>, A) + Send,
+    critic: impl FnOnce(&ActorCritic) -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
     split_grads(policy, policy.vf.is_some(), device, actor, critic)
 }
 
 /// The flat gradient over `policy`'s parameters of `actor loss + critic loss` and what each
-/// closure reports besides its loss. When `separate` (the two losses reach disjoint
-/// parameters) each loss gets its own backward pass (the gradient of the sum is the sum of the
+/// closure reports besides its loss; each closure computes its loss from the policy it is
+/// given. When `separate` (the two losses reach disjoint parameters) each loss gets its own
+/// backward pass, the two on two threads (the gradient of the sum is the sum of the
 /// gradients); otherwise one backward pass of the sum.
 ///
-/// The two passes run one after the other: run on two threads, as they once were, the two
-/// graphs share the policy's parameter leaves, and burn's autodiff graph locking can then
-/// deadlock (seen once in CI: one thread in `backward`, the other registering a node). The
-/// sequential passes give the same numbers as the parallel ones did.
+/// Each thread differentiates its own `fork` of the policy (fresh autodiff leaves, as SAC's
+/// and DQN's halves): two threads growing graphs over the same parameter leaves can deadlock
+/// in burn's graph locking (seen once in CI: one thread in `backward`, the other registering
+/// a node). The numbers are those of one backward pass per loss on the policy itself.
 pub fn split_grads<M: Module + Sync, A: Send, C: Send>(
     policy: &M,
     separate: bool,
     device: &Device,
-    actor: impl FnOnce() -> (Tensor<1>, A) + Send,
-    critic: impl FnOnce() -> (Tensor<1>, C) + Send,
+    actor: impl FnOnce(&M) -> (Tensor<1>, A) + Send,
+    critic: impl FnOnce(&M) -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
     if separate {
-        let (la, a) = actor();
-        let ga = la.backward();
-        let (lc, c) = critic();
-        let gc = lc.backward();
-        let g = flat_grads(policy, ga, device) + flat_grads(policy, gc, device);
-        (g, a, c)
+        let ((ga, a), (gc, c)) = rayon::join(
+            || fork_grads(policy, device, actor),
+            || fork_grads(policy, device, critic),
+        );
+        (ga + gc, a, c)
     } else {
-        let (la, a) = actor();
-        let (lc, c) = critic();
+        let (la, a) = actor(policy);
+        let (lc, c) = critic(policy);
         (flat_grads(policy, (la + lc).backward(), device), a, c)
     }
+}
+
+/// The flat gradient of `f`'s loss on a fork of `policy` (fresh autodiff leaves) and what
+/// `f` reports besides it.
+fn fork_grads<M: Module, X>(
+    policy: &M,
+    device: &Device,
+    f: impl FnOnce(&M) -> (Tensor<1>, X),
+) -> (Tensor<1>, X) {
+    let p = policy.clone().fork(device);
+    let (loss, x) = f(&p);
+    (flat_grads(&p, loss.backward(), device), x)
 }
 
 /// Checkpoint files besides `config.yaml` and `state.json`, and the learner's entries of

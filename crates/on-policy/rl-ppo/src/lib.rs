@@ -107,7 +107,7 @@ impl Learner for PpoLearner {
                 let to1 = |v: Vec<f32>| tensor2(v, b, 1, device).squeeze_dim::<1>(1);
                 let (policy, cfg) = (&self.policy, &self.cfg);
                 // Policy-gradient and entropy terms: they reach only the policy parameters.
-                let actor = || {
+                let actor = |policy: &ActorCritic| {
                     let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
                     let (policy_loss, ratio) = loss::clipped_surrogate(
                         logp.clone(),
@@ -125,7 +125,7 @@ impl Learner for PpoLearner {
                     );
                     (loss, stats)
                 };
-                let critic = || {
+                let critic = |policy: &ActorCritic| {
                     let value_loss = loss::value_loss(
                         policy.values(obs.clone()),
                         to1(pick(&buf.values)),

@@ -157,7 +157,7 @@ impl Learner for RecurrentPpoLearner {
                 let policy = &self.policy;
                 let b = &b;
                 // Policy-gradient and entropy terms: they reach only the actor's parameters.
-                let actor = || {
+                let actor = |policy: &RecurrentActorCritic| {
                     let (params, log_std) = policy.actor_sequences(obs.clone(), &b.init);
                     let actions = tensor2(b.actions.clone(), rows, buf.act_dim, device);
                     let dist = &policy.ac.dist;
@@ -181,7 +181,7 @@ impl Learner for RecurrentPpoLearner {
                     );
                     (total, stats)
                 };
-                let critic = || {
+                let critic = |policy: &RecurrentActorCritic| {
                     let value_loss = loss::masked_value_loss(
                         policy.critic_sequences(obs.clone(), &b.init),
                         t1(&b.old_values),
