@@ -198,14 +198,23 @@ impl RolloutBuffer {
         gamma: f32,
         gae_lambda: f32,
     ) {
-        self.last_values.clone_from(&last_values.to_vec());
-        self.last_dones.clone_from(&last_dones.to_vec());
+        self.last_values.clear();
+        self.last_values.extend_from_slice(last_values);
+        self.last_dones.clear();
+        self.last_dones.extend_from_slice(last_dones);
+        self.recompute_returns_and_advantage(gamma, gae_lambda);
+    }
+
+    /// Recomputes advantages and returns from the last values and dones stored by
+    /// [`compute_returns_and_advantage`](Self::compute_returns_and_advantage), after the
+    /// rewards changed (GAIL relabels them).
+    pub fn recompute_returns_and_advantage(&mut self, gamma: f32, gae_lambda: f32) {
         compute_gae(
             &self.rewards,
             &self.values,
             &self.episode_starts,
-            last_values,
-            last_dones,
+            &self.last_values,
+            &self.last_dones,
             gamma,
             gae_lambda,
             &mut self.advantages,

@@ -265,14 +265,14 @@ impl Algorithm for Awr {
     /// clipped to the bounds).
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let (flat, n) = self.core.flat_obs(obs)?;
-        let d = flat.len() / n;
-        let mut a = self.policy.valid().sample_actions(
-            tensor2(flat, n, d, &self.infer),
+        Ok(self.policy.predict_clipped(
+            flat,
+            n,
+            &self.infer,
             &mut self.core.rng_predict,
             deterministic,
-        );
-        self.core.act_space.clip_to_bounds(&mut a);
-        Ok(a)
+            &self.core.act_space,
+        ))
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {

@@ -352,10 +352,7 @@ impl GailLearner {
         for (i, r) in rewards.into_iter().enumerate() {
             buf.rewards[i] = r + buf.bootstraps[i];
         }
-        let (lv, ld) = (buf.last_values.clone(), buf.last_dones.clone());
-        buf.compute_returns_and_advantage(
-            &lv,
-            &ld,
+        buf.recompute_returns_and_advantage(
             self.cfg.ppo.gamma as f32,
             self.cfg.ppo.gae_lambda as f32,
         );

@@ -14,7 +14,6 @@ use rl_core::Rng;
 pub use rl_core::agent::EnvMaker;
 use rl_core::algorithm::{Algorithm, RlError, check_losses};
 use rl_core::batch::{host, tensor1, tensor2};
-use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, RunConfig};
@@ -249,14 +248,14 @@ impl Algorithm for Marwil {
     /// clipped to the bounds).
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let (flat, n) = self.core.flat_obs(obs)?;
-        let d = flat.len() / n;
-        let mut a = self.model.valid().sample_actions(
-            tensor2(flat, n, d, &self.infer),
+        Ok(self.model.predict_clipped(
+            flat,
+            n,
+            &self.infer,
             &mut self.core.rng_predict,
             deterministic,
-        );
-        self.core.act_space.clip_to_bounds(&mut a);
-        Ok(a)
+            &self.core.act_space,
+        ))
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {

@@ -301,6 +301,25 @@ impl ActorCritic {
         actions
     }
 
+    /// What `Algorithm::predict` returns for `n` flattened observations: actions drawn on the
+    /// inference device `infer` without autodiff (the mode when `deterministic`), Box actions
+    /// clipped to `act_space`'s bounds.
+    pub fn predict_clipped(
+        &self,
+        flat_obs: Vec<f32>,
+        n: usize,
+        infer: &Device,
+        rng: &mut Rng,
+        deterministic: bool,
+        act_space: &Space,
+    ) -> Vec<f32> {
+        let d = flat_obs.len() / n.max(1);
+        let obs = rl_core::batch::tensor2(flat_obs, n, d, infer);
+        let mut a = self.valid().sample_actions(obs, rng, deterministic);
+        act_space.clip_to_bounds(&mut a);
+        a
+    }
+
     /// gSDE exploration matrices for `rows / act_dim` envs, drawn from `rng` (None without
     /// gSDE).
     pub fn sde_noise(&self, rows_times_dim: usize, rng: &mut Rng) -> Option<SdeNoise> {
