@@ -551,6 +551,35 @@ impl RunningMeanStd {
         }
         self.count = tot;
     }
+
+    /// Merges a batch of rows, each as wide as the statistics (population moments).
+    pub fn update_batch(&mut self, rows: &[f32]) {
+        let w = self.mean.len().max(1);
+        let n = rows.len() / w;
+        if n == 0 {
+            return;
+        }
+        let mut mean = vec![0.0; w];
+        for row in rows.chunks_exact(w) {
+            for (m, &v) in mean.iter_mut().zip(row) {
+                *m += v as f64 / n as f64;
+            }
+        }
+        let mut var = vec![0.0; w];
+        for row in rows.chunks_exact(w) {
+            for ((s, &v), m) in var.iter_mut().zip(row).zip(&mean) {
+                *s += (v as f64 - m).powi(2) / n as f64;
+            }
+        }
+        self.update_from_moments(&mean, &var, n as f64);
+    }
+
+    /// `(x − mean) / √(var + 1e-8)` in place, for the leading elements the row has.
+    pub fn normalize(&self, row: &mut [f32]) {
+        for ((x, m), v) in row.iter_mut().zip(&self.mean).zip(&self.var) {
+            *x = ((*x as f64 - m) / (v + 1e-8).sqrt()) as f32;
+        }
+    }
 }
 
 /// Normalizes observations with running statistics (Gymnasium's NormalizeObservation:
@@ -590,9 +619,7 @@ impl<E: Env> NormalizeObservation<E> {
         if self.training {
             self.rms.update(&self.buf);
         }
-        for i in 0..obs.len() {
-            obs[i] = ((self.buf[i] - self.rms.mean[i]) / (self.rms.var[i] + 1e-8).sqrt()) as f32;
-        }
+        self.rms.normalize(obs);
     }
 }
 

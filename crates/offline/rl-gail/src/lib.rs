@@ -106,24 +106,6 @@ fn load_expert(
     Ok(d)
 }
 
-/// Per-column mean and (population) variance of `w`-wide rows.
-fn moments(rows: &[f32], w: usize) -> (Vec<f64>, Vec<f64>) {
-    let n = (rows.len() / w.max(1)).max(1) as f64;
-    let mut mean = vec![0.0; w];
-    for row in rows.chunks(w) {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += v as f64 / n;
-        }
-    }
-    let mut var = vec![0.0; w];
-    for row in rows.chunks(w) {
-        for ((s, &v), m) in var.iter_mut().zip(row).zip(&mean) {
-            *s += (v as f64 - m).powi(2) / n;
-        }
-    }
-    (mean, var)
-}
-
 impl GailLearner {
     /// The discriminator.
     pub fn discriminator(&self) -> &Discriminator {
@@ -140,9 +122,7 @@ impl GailLearner {
     fn normalize(&self, rows: &mut [f32], od: usize, w: usize) {
         if let Some(rms) = &self.obs_rms {
             for row in rows.chunks_mut(w) {
-                for (k, v) in row[..od].iter_mut().enumerate() {
-                    *v = ((*v as f64 - rms.mean[k]) / (rms.var[k] + 1e-8).sqrt()) as f32;
-                }
+                rms.normalize(&mut row[..od]);
             }
         }
     }
@@ -251,16 +231,13 @@ impl GailLearner {
             let ex_idx: Vec<usize> = (0..b)
                 .map(|_| self.rng_disc.below(self.expert.n as u64) as usize)
                 .collect();
-            if self.obs_rms.is_some() {
+            if let Some(rms) = &mut self.obs_rms {
                 // imitation's RunningNorm: the statistics follow the rows the
                 // discriminator trains on, expert and policy alike.
                 let od = buf.obs_dim;
                 let mut rows = RolloutBuffer::gather(&self.expert.obs, od, &ex_idx);
                 rows.extend(RolloutBuffer::gather(&buf.obs, od, &pi_idx));
-                let (mean, var) = moments(&rows, od);
-                if let Some(rms) = &mut self.obs_rms {
-                    rms.update_from_moments(&mean, &var, (2 * b) as f64);
-                }
+                rms.update_batch(&rows);
             }
             let xe = self.expert_input(&ex_idx, &dev);
             let xp = self.rollout_input(buf, &pi_idx, &dev);
@@ -342,11 +319,9 @@ impl GailLearner {
         }
         let mean = rewards.iter().map(|&r| r as f64).sum::<f64>() / rewards.len().max(1) as f64;
         if let Some(rms) = &mut self.reward_rms {
-            let (m, v) = moments(&rewards, 1);
-            rms.update_from_moments(&m, &v, rewards.len() as f64);
-            let (m, s) = (rms.mean[0], (rms.var[0] + 1e-8).sqrt());
-            for r in &mut rewards {
-                *r = ((*r as f64 - m) / s) as f32;
+            rms.update_batch(&rewards);
+            for r in rewards.chunks_mut(1) {
+                rms.normalize(r);
             }
         }
         for (i, r) in rewards.into_iter().enumerate() {

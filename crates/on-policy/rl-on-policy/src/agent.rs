@@ -606,6 +606,28 @@ macro_rules! policy_weights {
     };
 }
 
+/// [`OnPolicyLearner::build`] for a learner whose
+/// `new(cfg, policy, device, rng_batch, total_timesteps)` needs nothing else from the run: its
+/// minibatch RNG is the run seed's `"minibatch"` stream.
+#[macro_export]
+macro_rules! minibatch_learner_build {
+    () => {
+        fn build(
+            cfg: Self::Config,
+            policy: Self::Policy,
+            device: $crate::agent::__rl_core::burn::tensor::Device,
+            run: &$crate::agent::__rl_core::config::RunConfig,
+            _spaces: (
+                &$crate::agent::__rl_core::Space,
+                &$crate::agent::__rl_core::Space,
+            ),
+        ) -> Result<Self, $crate::agent::__rl_core::RlError> {
+            let rng = $crate::agent::__rl_core::Rng::for_stream(run.seed, "minibatch");
+            Ok(Self::new(cfg, policy, device, rng, run.total_timesteps))
+        }
+    };
+}
+
 /// [`OnPolicyLearner::save_state`] and [`OnPolicyLearner::load_state`] for a learner with
 /// fields `policy`, `opt` (Adam state under `"adam"`), `rng_batch` and `device`.
 #[macro_export]

@@ -13,7 +13,6 @@ use rl_core::Rng;
 use rl_core::algorithm::{Learner, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 pub use rl_on_policy::EnvMaker;
@@ -237,17 +236,6 @@ impl OnPolicyLearner for PpoLearner {
 
     const NAME: &'static str = "ppo";
 
-    fn build(
-        cfg: PpoConfig,
-        policy: ActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&rl_core::Space, &rl_core::Space),
-    ) -> Result<Self, rl_core::RlError> {
-        Ok({
-            let rng = Rng::for_stream(run.seed, "minibatch");
-            Self::new(cfg, policy, device, rng, run.total_timesteps)
-        })
-    }
+    rl_on_policy::minibatch_learner_build!();
     rl_on_policy::minibatch_learner_state!();
 }

@@ -15,7 +15,6 @@ use rl_core::Rng;
 use rl_core::algorithm::{Learner, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::sequences::{Sequence, pad_sequences, sequence_minibatches, split_sequences};
@@ -252,18 +251,7 @@ impl OnPolicyLearner for RecurrentPpoLearner {
     fn sde(cfg: &RecurrentPpoConfig) -> Option<i64> {
         cfg.ppo.use_sde.then_some(cfg.ppo.sde_sample_freq)
     }
-    fn build(
-        cfg: RecurrentPpoConfig,
-        policy: RecurrentActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&rl_core::Space, &rl_core::Space),
-    ) -> Result<Self, rl_core::RlError> {
-        Ok({
-            let rng = Rng::for_stream(run.seed, "minibatch");
-            Self::new(cfg, policy, device, rng, run.total_timesteps)
-        })
-    }
+    rl_on_policy::minibatch_learner_build!();
     fn config(&self) -> &RecurrentPpoConfig {
         &self.cfg
     }

@@ -15,7 +15,6 @@ use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{flat_grads, flat_params, set_flat};
@@ -206,18 +205,7 @@ impl OnPolicyLearner for TrpoLearner {
 
     const NAME: &'static str = "trpo";
 
-    fn build(
-        cfg: TrpoConfig,
-        policy: ActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&rl_core::Space, &rl_core::Space),
-    ) -> Result<Self, rl_core::RlError> {
-        Ok({
-            let rng = Rng::for_stream(run.seed, "minibatch");
-            Self::new(cfg, policy, device, rng, run.total_timesteps)
-        })
-    }
+    rl_on_policy::minibatch_learner_build!();
     fn save_state(&self) -> LearnerFiles {
         rl_on_policy::agent::save_with_minibatch_rng(&self.policy, &self.opt, OPT, &self.rng_batch)
     }
