@@ -208,3 +208,85 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
 pub fn checkpoint_config(dir: &Path) -> Result<RunConfig, RlError> {
     rl_core::checkpoint::read_run_config(&read_checkpoint(dir)?)
 }
+
+/// The replay buffer of an off-policy checkpoint (SAC or DQN, saved with
+/// `store_buffer_in_checkpoints: true`) as a dataset in time order, actions in the env's units
+/// (SAC's squashed actions rescaled to the Box bounds): what `rl record --replay` writes, e.g.
+/// CQL's "first 50k transitions of a SAC run".
+pub fn replay_dataset(
+    dir: &Path,
+    device: &Device,
+) -> Result<(rl_offline::Transitions, rl_offline::DatasetSpec), RlError> {
+    let ck = read_checkpoint(dir)?;
+    let run = rl_core::checkpoint::read_run_config(&ck)?;
+    let env = make_eval_env(&run)?;
+    let (obs_space, act_space) = (env.observation_space().clone(), env.action_space().clone());
+    let replay = match ck.algorithm.as_str() {
+        "sac" => rl_sac::Sac::load(dir, &make_training_env, device)?
+            .replay()
+            .chronological(),
+        "dqn" => rl_dqn::Dqn::load(dir, &make_training_env, device)?
+            .replay()
+            .chronological(),
+        other => {
+            return Err(RlError::Config(format!(
+                "{}: a {other} checkpoint; --replay reads the replay buffer of a sac or dqn checkpoint",
+                dir.display()
+            )));
+        }
+    };
+    if replay.is_empty() {
+        return Err(RlError::Config(format!(
+            "{}: the checkpoint holds no replay buffer; train with algo_kwargs.store_buffer_in_checkpoints: true",
+            dir.display()
+        )));
+    }
+    let act_dim = act_space.raw_dim();
+    let rows = match &act_space {
+        rl_core::Space::Box { low, high, .. } => {
+            let (low, high) = (low.clone(), high.clone());
+            rl_offline::from_replay_envs(&replay, run.n_envs, act_dim, move |a| {
+                a.iter()
+                    .enumerate()
+                    .map(|(i, &s)| low[i] + (s + 1.0) * 0.5 * (high[i] - low[i]))
+                    .collect()
+            })
+        }
+        _ => rl_offline::from_replay_envs(&replay, run.n_envs, act_dim, |a| a.to_vec()),
+    };
+    Ok((rows, rl_offline::DatasetSpec::from_spaces(&obs_space, &act_space)))
+}
+
+/// Checks a run config the way `rl train` does before it builds anything: the algorithm's
+/// `algo_kwargs` parsed strictly (aliases, schedules, unknown keys) and range-checked, and the
+/// training env made from `env_id` / `env_kwargs`. No networks are allocated, so this is
+/// cheap (the config fuzz target runs it).
+pub fn check_config(run: &RunConfig) -> Result<(), RlError> {
+    use rl_core::config::AlgoConfig;
+    let kw = &run.algo_kwargs;
+    let parsed = match run.algorithm.to_ascii_lowercase().as_str() {
+        "ppo" => rl_ppo::PpoConfig::from_kwargs(kw).map(drop),
+        "a2c" => rl_a2c::A2cConfig::from_kwargs(kw).map(drop),
+        "trpo" => rl_trpo::TrpoConfig::from_kwargs(kw).map(drop),
+        "ppg" => rl_ppg::PpgConfig::from_kwargs(kw).map(drop),
+        "recurrent_ppo" => rl_recurrent_ppo::RecurrentPpoConfig::from_kwargs(kw).map(drop),
+        "impala" => rl_impala::ImpalaConfig::from_kwargs(kw).map(drop),
+        "appo" => rl_appo::AppoConfig::from_kwargs(kw).map(drop),
+        "dqn" => rl_dqn::DqnConfig::from_kwargs(kw).map(drop),
+        "sac" => rl_sac::SacConfig::from_kwargs(kw).map(drop),
+        "awr" => rl_awr::AwrConfig::from_kwargs(kw).map(drop),
+        "es" => rl_es::EsConfig::from_kwargs(kw).map(drop),
+        "ars" => rl_ars::ArsConfig::from_kwargs(kw).map(drop),
+        "bc" => rl_bc::BcConfig::from_kwargs(kw).map(drop),
+        "marwil" => rl_marwil::MarwilConfig::from_kwargs(kw).map(drop),
+        "cql" => rl_cql::CqlConfig::from_kwargs(kw).map(drop),
+        "gail" => rl_gail::GailConfig::from_kwargs(kw).map(drop),
+        other => Err(format!(
+            "algorithm: unknown {other:?}; available: {}",
+            ALGORITHMS.join(", ")
+        )),
+    };
+    parsed.map_err(RlError::Config)?;
+    make_training_env(run)?;
+    Ok(())
+}

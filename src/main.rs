@@ -4,9 +4,18 @@ use clap::{Parser, Subcommand};
 use rl::core::algorithm::RlError;
 use rl::core::config::RunConfig;
 use rl::core::device::parse_device;
-use rl::core::runner::{default_run_dir, run_training};
+use rl::core::runner::{default_run_dir, run_training_until};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by the first Ctrl-C (SIGINT) or SIGTERM: training stops after the current iteration
+/// and saves a checkpoint. A second signal exits at once (checkpoint writes are atomic, so
+/// that loses only the iteration in progress).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Exit code of an interrupted run (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
 
 // Training allocates and frees many short-lived tensor buffers; mimalloc reuses them instead of
 // returning memory to the OS on every free as glibc's default thresholds do (measured in the
@@ -77,10 +86,16 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
-    /// Record episodes of a trained policy into a dataset (.parquet or .npz).
+    /// Record episodes of a trained policy into a dataset (.parquet or .npz), or with
+    /// --replay write an off-policy checkpoint's replay buffer.
     Record {
         /// Checkpoint directory.
         checkpoint: PathBuf,
+        /// Write the checkpoint's replay buffer (SAC/DQN trained with
+        /// algo_kwargs.store_buffer_in_checkpoints: true) in time order instead of recording
+        /// new episodes.
+        #[arg(long, conflicts_with_all = ["epsilon", "stochastic", "seed"])]
+        replay: bool,
         /// Number of episodes.
         #[arg(long, default_value_t = 10)]
         episodes: usize,
@@ -113,8 +128,20 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    if let Err(e) = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(EXIT_INTERRUPTED as i32);
+        }
+        eprintln!("\ninterrupt: saving a checkpoint after this iteration (again to quit now)");
+    }) {
+        eprintln!("warning: no Ctrl-C handler ({e}); an interrupted run keeps only its periodic checkpoints");
+    }
     match real_main() {
         Ok(code) => code,
+        Err(e @ RlError::Interrupted { .. }) => {
+            eprintln!("{e}");
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -131,7 +158,8 @@ fn train_and_report(
 ) -> Result<(), RlError> {
     let mut eval_env = rl::make_eval_env(run)?;
     let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
-    let summary = run_training(algo, run, eval_env.as_mut(), &dir, !quiet)?;
+    let summary =
+        run_training_until(algo, run, eval_env.as_mut(), &dir, !quiet, Some(&INTERRUPTED))?;
     println!("{}", serde_json::to_string(&summary).expect("serializable"));
     Ok(())
 }
@@ -205,6 +233,24 @@ fn real_main() -> Result<ExitCode, RlError> {
         }
         Cmd::Record {
             checkpoint,
+            replay: true,
+            out,
+            device,
+            ..
+        } => {
+            let run = rl::checkpoint_config(&checkpoint)?;
+            let dev =
+                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let (rows, spec) = rl::replay_dataset(&checkpoint, &dev)?;
+            rl::offline::write_dataset(&out, &rows, &spec)?;
+            println!(
+                "{}",
+                serde_json::json!({"out": out.display().to_string(), "episodes": rows.num_episodes(), "rows": rows.len()})
+            );
+        }
+        Cmd::Record {
+            checkpoint,
+            replay: false,
             episodes,
             epsilon,
             stochastic,

@@ -3,6 +3,9 @@
 //!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
 //!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
 //! - `learn`: the `#[ignore]`d long learning tests, recorded in `docs/learning-results.md`.
+//! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
+//! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
+//! - `fuzz [--seconds N] [--target T] [--record]`: the cargo-fuzz targets of `fuzz/`.
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -618,6 +621,176 @@ fn offline_memory(gb: Result<f64, String>) -> Result<(), String> {
     }
 }
 
+/// Features of every package in `cargo tree ARGS` (`name@version` → features).
+fn tree_features(
+    args: &[&str],
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, String> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .arg("tree")
+        .args(args)
+        .args(["-f", "{p} {f}", "--prefix", "none"])
+        .output()
+        .map_err(|e| format!("cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo tree {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut map = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim_end_matches(" (*)");
+        let mut parts = line.split_whitespace();
+        let (Some(name), Some(version)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        // `{p}` of a path package is `name version (path)`; features come last.
+        let feats = line.rsplit_once(' ').map(|(_, f)| f).unwrap_or("");
+        let feats = if feats.starts_with('(') || feats == version { "" } else { feats };
+        map.entry(format!("{name}@{version}"))
+            .or_default()
+            .extend(feats.split(',').filter(|f| !f.is_empty()).map(String::from));
+    }
+    Ok(map)
+}
+
+/// `cargo xtask same-build`: the packages `cargo run --release` (the `rl` binary) builds get
+/// the same features as in `cargo test --release --workspace`, so the second README command
+/// reuses the first one's artifacts instead of recompiling burn and the workspace.
+fn same_build() -> Result<(), String> {
+    let run = tree_features(&["-p", "rl", "-e", "normal,build"])?;
+    let test = tree_features(&["--workspace", "-e", "normal,build,dev"])?;
+    let mut differ = Vec::new();
+    for (pkg, feats) in &run {
+        if let Some(t) = test.get(pkg)
+            && t != feats
+        {
+            let missing: Vec<&String> = t.difference(feats).collect();
+            differ.push(format!("{pkg}: `cargo run` lacks {missing:?}"));
+        }
+    }
+    if differ.is_empty() {
+        println!("same-build: {} packages of `cargo run` have the features of `cargo test --workspace`", run.len());
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo run` would rebuild these with other features (pin them in the root Cargo.toml):\n  {}",
+            differ.join("\n  ")
+        ))
+    }
+}
+
+/// The fuzz targets of `fuzz/` (each with a committed seed corpus `fuzz/corpus/<target>`).
+const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz"];
+
+/// `cargo xtask fuzz [--seconds N] [--target T] [--record]`: runs each cargo-fuzz target for
+/// N seconds (libFuzzer, `-rss_limit_mb=2048`, 10 s per-input timeout) from its committed seeds
+/// plus the corpus earlier runs grew under `fuzz/target/`; fails on any crash, timeout or
+/// out-of-memory input (left in `fuzz/artifacts/<target>/`). `--record` appends the runs (date,
+/// commit, executions) to `docs/fuzzing.md`. Installs cargo-fuzz if missing; cargo-fuzz's
+/// nightly-only flags run on the stable toolchain through `RUSTC_BOOTSTRAP=1`.
+fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
+    let r = root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let have = Command::new(&cargo)
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        let st = Command::new(&cargo)
+            .args(["install", "--locked", "cargo-fuzz"])
+            .status()
+            .map_err(|e| format!("cargo install cargo-fuzz: {e}"))?;
+        if !st.success() {
+            return Err("cargo install cargo-fuzz failed".into());
+        }
+    }
+    let targets: Vec<&str> = FUZZ_TARGETS
+        .iter()
+        .copied()
+        .filter(|t| only.is_none_or(|o| o == *t))
+        .collect();
+    if targets.is_empty() {
+        return Err(format!("no fuzz target {only:?}; targets: {FUZZ_TARGETS:?}"));
+    }
+    let fuzz_dir = r.join("fuzz");
+    // `cargo fuzz build` takes one target or none (= all).
+    let build = Command::new(&cargo)
+        .args(["fuzz", "build", "--sanitizer", "none"])
+        .args(only)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .current_dir(&fuzz_dir)
+        .status()
+        .map_err(|e| format!("cargo fuzz build: {e}"))?;
+    if !build.success() {
+        return Err("cargo fuzz build failed".into());
+    }
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for t in &targets {
+        // New inputs go to a scratch corpus; the committed seeds are read only.
+        let work = fuzz_dir.join("target").join("corpus").join(t);
+        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let seeds = fuzz_dir.join("corpus").join(t);
+        let artifacts = fuzz_dir.join("artifacts").join(t);
+        std::fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
+        let t0 = std::time::Instant::now();
+        let out = Command::new(&cargo)
+            .args(["fuzz", "run", "--sanitizer", "none", t])
+            .arg(&work)
+            .arg(&seeds)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-rss_limit_mb=2048")
+            .arg("-malloc_limit_mb=2048")
+            .arg("-timeout=10")
+            .arg("-print_final_stats=1")
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .env("RUSTC_BOOTSTRAP", "1")
+            .current_dir(&fuzz_dir)
+            .output()
+            .map_err(|e| format!("cargo fuzz run {t}: {e}"))?;
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let stat = |k: &str| {
+            err.lines()
+                .find_map(|l| l.strip_prefix(&format!("stat::{k}:")))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| "?".into())
+        };
+        let execs = stat("number_of_executed_units");
+        let corpus = std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0);
+        let ok = out.status.success();
+        println!(
+            "fuzz {t}: {} in {:.0} s, {execs} executions, corpus {corpus}",
+            if ok { "ok" } else { "FAILED" },
+            t0.elapsed().as_secs_f64()
+        );
+        if !ok {
+            // The crash's bytes come as one long line; the rest says what failed and where.
+            let tail: Vec<&str> = err.lines().filter(|l| l.len() < 400).rev().take(40).collect();
+            eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            failed.push(t.to_string());
+        }
+        rows.push(format!(
+            "| {} | {} | `{t}` | {seconds} | {execs} | {corpus} | {} |",
+            today(),
+            git_commit(),
+            if ok { "0 crashes, 0 timeouts, 0 OOM" } else { "FAILED (see fuzz/artifacts)" }
+        ));
+    }
+    if record {
+        let p = r.join("docs/fuzzing.md");
+        let mut text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        for row in &rows {
+            text.push_str(row);
+            text.push('\n');
+        }
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fuzz targets failed: {failed:?}"))
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let res = match args.first().map(String::as_str) {
@@ -629,13 +802,30 @@ fn main() -> ExitCode {
                 .map(|w| w[1].as_str()),
         ),
         Some("learn") => learn(),
+        Some("same-build") => same_build(),
+        Some("fuzz") => args
+            .iter()
+            .position(|a| a == "--seconds")
+            .and_then(|i| args.get(i + 1))
+            .map_or(Ok(60), |v| {
+                v.parse::<u64>().map_err(|e| format!("--seconds {v}: {e}"))
+            })
+            .and_then(|secs| {
+                fuzz(
+                    secs,
+                    args.windows(2)
+                        .find(|w| w[0] == "--target")
+                        .map(|w| w[1].as_str()),
+                    args.iter().any(|a| a == "--record"),
+                )
+            }),
         Some("offline-memory") => offline_memory(
             args.iter()
                 .position(|a| a == "--gb")
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn | cargo xtask offline-memory [--gb 2]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -82,7 +82,7 @@ pub fn run_yaml(
             ));
         }
     };
-    serde_yaml::to_string(&run)
+    serde_saphyr::to_string(&run)
         .map(String::into_bytes)
         .map_err(|e| RlError::Other(e.to_string()))
 }

@@ -34,6 +34,16 @@ pub enum RlError {
         /// Its value.
         value: f64,
     },
+    /// Training was interrupted (Ctrl-C / SIGINT, SIGTERM) and a checkpoint was saved first.
+    #[error(
+        "interrupted at {timesteps} env steps; checkpoint saved in {checkpoint} (continue with `rl resume {checkpoint}`)"
+    )]
+    Interrupted {
+        /// Env steps taken.
+        timesteps: u64,
+        /// The checkpoint written before stopping.
+        checkpoint: String,
+    },
     /// Any other failure, described.
     #[error("{0}")]
     Other(String),

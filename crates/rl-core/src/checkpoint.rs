@@ -27,6 +27,14 @@ pub enum CheckpointError {
         /// The error.
         source: std::io::Error,
     },
+    /// Saving a checkpoint failed (a full disk, a permission): nothing was replaced.
+    #[error("cannot save checkpoint {dir}: {source} (any previous checkpoint there is unchanged)")]
+    Save {
+        /// The checkpoint directory being written.
+        dir: String,
+        /// What failed.
+        source: Box<CheckpointError>,
+    },
     /// A file is missing, truncated, corrupt or of the wrong format.
     #[error("{path}: {reason}")]
     Invalid {
@@ -102,10 +110,26 @@ pub fn write_checkpoint(
     let mut tmp = dir.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
+    write_checkpoint_via(dir, &tmp, algorithm, files).map_err(|e| {
+        // Free what the failed write took (a full disk needs the space back).
+        let _ = fs::remove_dir_all(&tmp);
+        CheckpointError::Save {
+            dir: dir.display().to_string(),
+            source: Box::new(e),
+        }
+    })
+}
+
+fn write_checkpoint_via(
+    dir: &Path,
+    tmp: &Path,
+    algorithm: &str,
+    files: &[(&str, Vec<u8>)],
+) -> Result<(), CheckpointError> {
     if tmp.exists() {
-        fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        fs::remove_dir_all(tmp).map_err(|e| io(tmp, e))?;
     }
-    fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    fs::create_dir_all(tmp).map_err(|e| io(tmp, e))?;
     let mut entries = Vec::new();
     for (name, data) in files {
         write_synced(&tmp.join(name), data)?;
@@ -133,10 +157,9 @@ pub fn write_checkpoint(
         }
         fs::rename(dir, &old).map_err(|e| io(dir, e))?;
     }
-    fs::rename(&tmp, dir).map_err(|e| io(dir, e))?;
-    if old.exists() {
-        fs::remove_dir_all(&old).map_err(|e| io(&old, e))?;
-    }
+    fs::rename(tmp, dir).map_err(|e| io(dir, e))?;
+    // The new checkpoint is in place; a leftover backup is only unused space.
+    let _ = fs::remove_dir_all(&old);
     Ok(())
 }
 

@@ -19,8 +19,10 @@ pub struct NormalizeConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OfflineDataConfig {
-    /// The dataset: a `.parquet` or `.npz` file.
-    pub input: String,
+    /// The dataset: a path or a list of paths (RLlib's `input_`), each a `.parquet` or `.npz`
+    /// file, a directory of them or a glob pattern; read in the order given.
+    #[serde(alias = "input_")]
+    pub input: DataInput,
     /// Rows of the shuffle window batches are drawn from (bounds memory for large files).
     #[serde(default = "shuffle_window")]
     pub shuffle_buffer_size: usize,
@@ -28,6 +30,53 @@ pub struct OfflineDataConfig {
 
 fn shuffle_window() -> usize {
     100_000
+}
+
+/// `offline_data.input`: one path (`input: data/expert.parquet`) or a list
+/// (`input: [data/expert.parquet, data/noisy.parquet]`); never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataInput(pub Vec<String>);
+
+impl DataInput {
+    /// One path.
+    pub fn one(path: impl Into<String>) -> Self {
+        Self(vec![path.into()])
+    }
+}
+
+impl Serialize for DataInput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => s.serialize_str(one),
+            many => many.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DataInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = DataInput;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a dataset path, directory or glob, or a non-empty list of them")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DataInput, E> {
+                Ok(DataInput::one(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<DataInput, A::Error> {
+                let mut out = Vec::new();
+                while let Some(p) = a.next_element::<String>()? {
+                    out.push(p);
+                }
+                if out.is_empty() {
+                    return Err(serde::de::Error::invalid_length(0, &self));
+                }
+                Ok(DataInput(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A training run, as in `examples/configs/*.yaml`.
@@ -99,7 +148,7 @@ impl RunConfig {
     /// `algo_kwargs.n_steps=64`) first.
     pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, String> {
         let mut v: serde_json::Value =
-            serde_yaml::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
+            serde_saphyr::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
         for o in overrides {
             apply_override(&mut v, o)?;
         }
@@ -118,7 +167,7 @@ pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), St
         .split_once('=')
         .ok_or_else(|| format!("--set {spec:?}: expected key=value"))?;
     let val: serde_json::Value =
-        serde_yaml::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
+        serde_saphyr::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
     let mut cur = root;
     let parts: Vec<&str> = key.split('.').collect();
     for (i, p) in parts.iter().enumerate() {
@@ -170,6 +219,30 @@ mod tests {
 
     const BASE: &str =
         "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs:\n  n_steps: 32\n";
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_it() {
+        let e = RunConfig::from_yaml(&format!("{BASE}  n_steps: 64\n"), &[], "dup.yaml").unwrap_err();
+        assert!(e.contains("dup.yaml") && e.contains("duplicate") && e.contains("n_steps"), "{e}");
+    }
+
+    #[test]
+    fn offline_input_takes_a_path_or_a_list() {
+        let one = RunConfig::from_yaml(&format!("{BASE}offline_data: {{input: a.parquet}}\n"), &[], "t").unwrap();
+        assert_eq!(one.offline_data.unwrap().input, DataInput::one("a.parquet"));
+        let y = format!("{BASE}offline_data:\n  input_: [a.parquet, d/*.npz]\n");
+        let many = RunConfig::from_yaml(&y, &[], "t").unwrap();
+        let input = many.offline_data.clone().unwrap().input;
+        assert_eq!(input.0, vec!["a.parquet".to_string(), "d/*.npz".to_string()]);
+        // The saved config (config.yaml) reads back the same.
+        let back = RunConfig::from_yaml(&crate::runner::config_yaml(&many).unwrap(), &[], "t").unwrap();
+        assert_eq!(back, many);
+        for bad in ["input: []", "input: 3", "input: [a.parquet, 3]"] {
+            let y = format!("{BASE}offline_data: {{{bad}}}\n");
+            let e = RunConfig::from_yaml(&y, &[], "t").unwrap_err();
+            assert!(e.contains("offline_data.input"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn parses_and_overrides() {

@@ -68,6 +68,25 @@ pub enum EnvError {
         /// Operation.
         what: String,
     },
+    /// An env of a vector env failed (returned an error, produced a non-finite value or
+    /// panicked): which env, at which step of the vector env, and what happened.
+    #[error("env {index} ({env}) of the vector env, at step {step}: {source}")]
+    InVector {
+        /// Environment id.
+        env: String,
+        /// Index of the env in the vector env.
+        index: usize,
+        /// Vector-env steps taken, this one included (0: during the first reset).
+        step: u64,
+        /// What the env did.
+        source: Box<EnvError>,
+    },
+    /// The env panicked; the vector env caught it so the run ends with an error, not an abort.
+    #[error("panicked: {message}")]
+    Panicked {
+        /// The panic's message.
+        message: String,
+    },
     /// An invalid internal state given to `set_state`.
     #[error("env {env}: invalid state: {reason}")]
     InvalidState {

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// What `rl train` prints as its last line (JSON).
@@ -34,6 +35,12 @@ pub struct RunSummary {
     pub checkpoint: String,
 }
 
+/// The run config as the YAML `rl train` saves in the run directory (`config.yaml`); it
+/// parses back to the same config.
+pub fn config_yaml(run: &RunConfig) -> Result<String, RlError> {
+    serde_saphyr::to_string(run).map_err(|e| RlError::Other(format!("config.yaml: {e}")))
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> RlError {
     RlError::Other(format!("{}: {e}", path.display()))
 }
@@ -47,14 +54,24 @@ pub fn run_training(
     run_dir: &Path,
     show_progress: bool,
 ) -> Result<RunSummary, RlError> {
+    run_training_until(algo, run, eval_env, run_dir, show_progress, None)
+}
+
+/// [`run_training`] that also stops when `interrupt` becomes true (checked between training
+/// iterations, e.g. set by a Ctrl-C handler): it then saves `run_dir/checkpoint`, flushes the
+/// logs, draws the learning curve and returns [`RlError::Interrupted`], so `rl resume` can
+/// continue the run.
+pub fn run_training_until(
+    algo: &mut dyn Algorithm,
+    run: &RunConfig,
+    eval_env: &mut dyn Env,
+    run_dir: &Path,
+    show_progress: bool,
+    interrupt: Option<&AtomicBool>,
+) -> Result<RunSummary, RlError> {
     std::fs::create_dir_all(run_dir).map_err(|e| io_err(run_dir, e))?;
     let cfg_path = run_dir.join("config.yaml");
-    crate::checkpoint::write_file_atomic(
-        &cfg_path,
-        serde_yaml::to_string(run)
-            .map_err(|e| RlError::Other(e.to_string()))?
-            .as_bytes(),
-    )?;
+    crate::checkpoint::write_file_atomic(&cfg_path, config_yaml(run)?.as_bytes())?;
     let mut log = Logger::create(run_dir).map_err(|e| io_err(run_dir, e))?;
     let total = algo.total_timesteps();
     let bar = if show_progress {
@@ -90,7 +107,19 @@ pub fn run_training(
         Ok(r)
     };
     let mut last_eval: Option<EvalResult> = None;
+    let interrupted = || interrupt.is_some_and(|f| f.load(Ordering::SeqCst));
     loop {
+        if interrupted() {
+            bar.finish_and_clear();
+            let ckpt = run_dir.join("checkpoint");
+            algo.save(&ckpt)?;
+            log.flush().map_err(|e| io_err(run_dir, e))?;
+            draw_curve(&log, run, run_dir)?;
+            return Err(RlError::Interrupted {
+                timesteps: algo.num_timesteps(),
+                checkpoint: ckpt.display().to_string(),
+            });
+        }
         // total_timesteps is re-read every iteration: `resume` may have raised it.
         let stop = StopConditions {
             total_timesteps: algo.total_timesteps(),
@@ -150,13 +179,7 @@ pub fn run_training(
     let ckpt = run_dir.join("checkpoint");
     algo.save(&ckpt)?;
     log.flush().map_err(|e| io_err(run_dir, e))?;
-    let png = run_dir.join("learning_curve.png");
-    crate::plot::learning_curve(
-        log.history(),
-        &png,
-        &format!("{} {}", run.algorithm, run.env_id),
-    )
-    .map_err(|e| RlError::Other(format!("{}: {e}", png.display())))?;
+    draw_curve(&log, run, run_dir)?;
     Ok(RunSummary {
         total_timesteps: algo.num_timesteps(),
         train_seconds: started.elapsed().as_secs_f64(),
@@ -175,6 +198,12 @@ pub fn run_training(
         run_dir: run_dir.display().to_string(),
         checkpoint: ckpt.display().to_string(),
     })
+}
+
+fn draw_curve(log: &Logger, run: &RunConfig, run_dir: &Path) -> Result<(), RlError> {
+    let png = run_dir.join("learning_curve.png");
+    crate::plot::learning_curve(log.history(), &png, &crate::plot::title_of(run))
+        .map_err(|e| RlError::Other(format!("{}: {e}", png.display())))
 }
 
 /// A fresh run directory under `root`: `<algo>_<env>_seed<seed>_<unix time>`.

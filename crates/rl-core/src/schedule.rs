@@ -133,7 +133,7 @@ mod tests {
         );
         assert!(Schedule::parse(&serde_json::json!("fast")).is_err());
         assert!(Schedule::parse(&serde_json::json!([[10, 1.0], [5, 0.0]])).is_err());
-        let y: Schedule = serde_yaml::from_str("lin_0.2").unwrap();
+        let y: Schedule = serde_saphyr::from_str("lin_0.2").unwrap();
         assert_eq!(y, Schedule::Linear(0.2));
     }
 }

@@ -15,7 +15,7 @@ pub fn workspace_root(start: &Path) -> PathBuf {
 }
 
 /// The path in environment variable `var`, or `default` (relative to the workspace root, e.g.
-/// `../shared/ref/envs`); a relative path in `var` is also taken from the workspace root.
+/// `testdata/reference/envs`); a relative path in `var` is also taken from the workspace root.
 pub fn reference_path(var: &str, default: &str, manifest_dir: &str) -> PathBuf {
     let root = workspace_root(Path::new(manifest_dir));
     let p = std::env::var(var)

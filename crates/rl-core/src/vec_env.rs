@@ -36,9 +36,12 @@ pub struct VecEnv {
     infos: Vec<Info>,
     episodes: Vec<EpisodeStats>,
     needs_reset: bool,
+    /// `step` calls so far, for error messages.
+    steps: u64,
 }
 
 struct Slot<'a> {
+    index: usize,
     env: &'a mut Box<dyn Env>,
     action: &'a [f32],
     obs: &'a mut [f32],
@@ -61,6 +64,41 @@ fn check_obs(env: &dyn Env, obs: &[f32], when: &str) -> Result<(), EnvError> {
         });
     }
     Ok(())
+}
+
+/// The panic payload's message (`panic!` gives a `&str` or a `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Runs `f` on env `index`, turning an error or a panic into [`EnvError::InVector`] (its `env`
+/// id is filled in by [`VecEnv::named`], which can borrow the env again).
+fn guarded<T>(
+    index: usize,
+    step: u64,
+    f: impl FnOnce() -> Result<T, EnvError>,
+) -> Result<T, EnvError> {
+    // The env is reset before it is stepped again (`needs_reset`), so state a panic left
+    // half-updated is never observed.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(EnvError::Panicked {
+            message: panic_message(p.as_ref()),
+        })
+    });
+    r.map_err(|e| EnvError::InVector {
+        env: String::new(),
+        index,
+        step,
+        source: Box::new(e),
+    })
+}
+
+fn step_guarded(s: Slot<'_>, step: u64) -> Result<(), EnvError> {
+    guarded(s.index, step, || step_slot(s))
 }
 
 fn step_slot(s: Slot<'_>) -> Result<(), EnvError> {
@@ -127,6 +165,7 @@ impl VecEnv {
             infos: vec![Info::new(); n],
             episodes: Vec::new(),
             needs_reset: true,
+            steps: 0,
         })
     }
 
@@ -185,9 +224,24 @@ impl VecEnv {
     /// Resets every env; env `i` gets `seed + i` when a seed is given.
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[f32], EnvError> {
         let d = self.obs_dim;
+        let step = self.steps;
+        let mut failed = None;
         for (i, (env, obs)) in self.envs.iter_mut().zip(self.obs.chunks_mut(d)).enumerate() {
-            self.infos[i] = env.reset(seed.map(|s| s.wrapping_add(i as u64)), None, obs)?;
-            check_obs(env.as_ref(), obs, "reset")?;
+            let r = guarded(i, step, || {
+                let info = env.reset(seed.map(|s| s.wrapping_add(i as u64)), None, obs)?;
+                check_obs(env.as_ref(), obs, "reset")?;
+                Ok(info)
+            });
+            match r {
+                Ok(info) => self.infos[i] = info,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(self.named(e));
         }
         self.needs_reset = false;
         Ok(&self.obs)
@@ -222,9 +276,12 @@ impl VecEnv {
                 check_action(self.envs[i].id(), &self.act_space, action)?;
             }
         }
+        self.steps += 1;
+        let step = self.steps;
         let mut slots = self
             .envs
             .iter_mut()
+            .enumerate()
             .zip(actions.chunks(a.max(1)))
             .zip(self.obs.chunks_mut(d).zip(self.final_obs.chunks_mut(d)))
             .zip(
@@ -234,8 +291,12 @@ impl VecEnv {
             )
             .zip(self.infos.iter_mut())
             .map(
-                |((((env, action), (obs, final_obs)), (reward, (terminated, truncated))), info)| {
+                |(
+                    ((((index, env), action), (obs, final_obs)), (reward, (terminated, truncated))),
+                    info,
+                )| {
                     Slot {
+                        index,
                         env,
                         action: if a == 0 { &[] } else { action },
                         obs,
@@ -249,7 +310,7 @@ impl VecEnv {
             );
         let threads = self.threads.min(n);
         let result = if threads <= 1 {
-            slots.try_for_each(step_slot)
+            slots.try_for_each(|s| step_guarded(s, step))
         } else {
             let mut slots: Vec<Slot<'_>> = slots.collect();
             let per = n.div_ceil(threads);
@@ -261,16 +322,28 @@ impl VecEnv {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = groups
                     .into_iter()
-                    .map(|g| sc.spawn(move || g.into_iter().try_for_each(step_slot)))
+                    .map(|g| sc.spawn(move || g.into_iter().try_for_each(|s| step_guarded(s, step))))
                     .collect();
-                handles
-                    .into_iter()
-                    .try_for_each(|h| h.join().expect("env thread panicked"))
+                // Every thread is joined (the scope would anyway); the lowest env index's
+                // error is reported, whatever the thread count. A panic is caught inside
+                // `step_guarded`, so `join` itself does not fail.
+                let mut first = Ok(());
+                for h in handles {
+                    let r = h.join().unwrap_or_else(|p| {
+                        Err(EnvError::Panicked {
+                            message: panic_message(p.as_ref()),
+                        })
+                    });
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+                first
             })
         };
         if let Err(e) = result {
             self.needs_reset = true;
-            return Err(e);
+            return Err(self.named(e));
         }
         for i in 0..n {
             if (self.terminated[i] || self.truncated[i])
@@ -287,6 +360,16 @@ impl VecEnv {
             }
         }
         Ok(())
+    }
+
+    /// Fills in the env id of an [`EnvError::InVector`].
+    fn named(&self, mut e: EnvError) -> EnvError {
+        if let EnvError::InVector { env, index, .. } = &mut e
+            && let Some(x) = self.envs.get(*index)
+        {
+            *env = x.id().to_string();
+        }
+        e
     }
 
     /// Current observations `[n_envs × obs_dim]` (after auto-reset for finished envs).

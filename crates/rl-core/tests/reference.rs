@@ -1,5 +1,5 @@
 //! GAE, distributions and Huber against stable-baselines3 / torch recordings
-//! (`RL_RETURNS_REFERENCE`, `RL_DISTS_REFERENCE`; defaults under `<workspace>/../shared/ref`).
+//! (`RL_RETURNS_REFERENCE`, `RL_DISTS_REFERENCE`; defaults under `<workspace>/testdata/reference`).
 //! f32 results must match to max(1e-5 absolute, 1e-5 relative).
 
 use burn::tensor::{Device, Tensor, TensorData};
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 fn ref_file(var: &str, name: &str) -> Value {
     let p: PathBuf = rl_core::testing::reference_path(
         var,
-        &format!("../shared/ref/{name}"),
+        &format!("testdata/reference/{name}"),
         env!("CARGO_MANIFEST_DIR"),
     );
     let s =

@@ -1,6 +1,6 @@
 //! Classic control: CartPole-v1, Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0,
 //! Acrobot-v1 — ports of Gymnasium 1.x that reproduce its float64/float32 arithmetic
-//! operation by operation (see `../shared/ref/README.md`).
+//! operation by operation (see `testdata/reference/README.md`).
 
 use rl_core::env::{
     Env, EnvError, Info, Kwargs, Step, check_action, check_kwargs, kwarg, snap_field,

@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod classic;
+pub mod faults;
 pub mod testing;
 pub mod toy_text;
 
@@ -106,6 +107,8 @@ pub fn registry() -> Registry {
         },
         Some(999),
     );
+    // For fault tests (see `faults`); its wrapped env brings its own time limit.
+    r.register("FaultInjection-v0", faults::FaultInjection::from_kwargs, None);
     r
 }
 

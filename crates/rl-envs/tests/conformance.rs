@@ -1,5 +1,5 @@
 //! Replays Gymnasium's recorded trajectories (`RL_ENV_REFERENCE_DIR`, default
-//! `<workspace>/../shared/ref/envs`) through the ports: every observation, reward, flag and
+//! `<workspace>/testdata/reference/envs`) through the ports: every observation, reward, flag and
 //! internal state must match bit for bit (Pendulum and MountainCarContinuous through the
 //! float32 recipe of the reference README); FrozenLake replays the recorded uniform draws.
 
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 fn ref_dir() -> PathBuf {
     rl_core::testing::reference_path(
         "RL_ENV_REFERENCE_DIR",
-        "../shared/ref/envs",
+        "testdata/reference/envs",
         env!("CARGO_MANIFEST_DIR"),
     )
 }
@@ -226,6 +226,41 @@ fn replay_gymnasium_trajectories() {
             replayed.iter().any(|r| r == k),
             "required env {k} was not replayed (missing file in {})",
             dir.display()
+        );
+    }
+}
+
+#[test]
+fn one_changed_observation_in_the_recording_fails_the_replay() {
+    // The replay compares every recorded value: nudging one observation of the vendored data by
+    // one float32 ulp must make it fail, for a classic-control env and for FrozenLake.
+    for (file, episode, step) in [("CartPole-v1.json", 2, 137), ("FrozenLake-v1_4x4_slippery.json", 0, 1)] {
+        let p = ref_dir().join(file);
+        let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let key = d["key"].as_str().unwrap().to_string();
+        let o = &mut d["episodes"][episode]["observations"][step];
+        match o {
+            Value::Array(a) => {
+                let x = num(&a[0]) as f32;
+                a[0] = serde_json::json!(f32::from_bits(x.to_bits() + 1) as f64);
+            }
+            v => *v = serde_json::json!(v.as_u64().unwrap() + 1),
+        }
+        let r = std::panic::catch_unwind(|| {
+            if d.get("frozenlake").is_some() {
+                replay_frozen_lake(&d, &key)
+            } else {
+                replay_classic(&d, &key)
+            }
+        });
+        let msg = r.expect_err("the changed recording replayed without a mismatch");
+        let msg = msg
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            msg.contains(&format!("episode {episode} step {step}")),
+            "{file}: {msg}"
         );
     }
 }

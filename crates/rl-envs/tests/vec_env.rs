@@ -2,6 +2,7 @@
 
 use rl_core::env::{Env, Kwargs};
 use rl_core::{Rng, VecEnv};
+use rl_envs::faults::{Fault, FaultInjection};
 
 fn envs(id: &str, n: usize) -> Vec<Box<dyn Env>> {
     (0..n)
@@ -78,4 +79,68 @@ fn autoreset_keeps_true_final_observation() {
         terminations > 0 && truncations > 0,
         "{terminations} terminations, {truncations} truncations"
     );
+}
+
+/// `n` CartPoles of which env `index` misbehaves on step `at_step`.
+fn faulty(fault: Fault, at_step: u64, index: usize, n: usize) -> Vec<Box<dyn Env>> {
+    (0..n)
+        .map(|i| {
+            let inner = rl_envs::make("CartPole-v1", &Kwargs::new()).unwrap();
+            Box::new(FaultInjection::new(inner, Some(fault), at_step, i == index)) as Box<dyn Env>
+        })
+        .collect()
+}
+
+/// Steps random actions until the vector env fails; returns the error's text.
+fn run_until_error(v: &mut VecEnv) -> String {
+    v.reset(Some(10)).unwrap();
+    let space = v.action_space().clone();
+    let mut rng = Rng::seed_from(0);
+    for _ in 0..1000 {
+        let mut act = Vec::new();
+        for _ in 0..v.num_envs() {
+            space.sample(&mut rng, &mut act);
+        }
+        if let Err(e) = v.step(&act) {
+            return e.to_string();
+        }
+    }
+    panic!("no error in 1000 steps")
+}
+
+#[test]
+fn a_panicking_env_is_an_error_naming_index_and_step_on_any_thread_count() {
+    for threads in [1, 2, 4] {
+        // Env 3 panics on its 7th step.
+        let mut v = VecEnv::with_threads(faulty(Fault::Panic, 7, 3, 4), threads).unwrap();
+        let e = run_until_error(&mut v);
+        assert!(
+            e.contains("env 3 (FaultInjection-v0)")
+                && e.contains("at step 7")
+                && e.contains("injected panic"),
+            "{threads} threads: {e}"
+        );
+        // The failed vector env refuses to step until it is reset, then runs again.
+        assert!(v.step(&[0.0; 4]).unwrap_err().to_string().contains("before reset"));
+        v.reset(Some(100)).unwrap();
+        v.step(&[0.0; 4]).unwrap();
+    }
+}
+
+#[test]
+fn nan_observations_and_rewards_name_index_step_and_value() {
+    for threads in [1, 3] {
+        let mut v = VecEnv::with_threads(faulty(Fault::NanObservation, 5, 1, 3), threads).unwrap();
+        let e = run_until_error(&mut v);
+        assert!(
+            e.contains("env 1 (") && e.contains("at step 5") && e.contains("element 0 is NaN"),
+            "{e}"
+        );
+        let mut v = VecEnv::with_threads(faulty(Fault::NanReward, 4, 2, 3), threads).unwrap();
+        let e = run_until_error(&mut v);
+        assert!(
+            e.contains("env 2 (") && e.contains("at step 4") && e.contains("reward is NaN"),
+            "{e}"
+        );
+    }
 }

@@ -15,8 +15,8 @@ pub mod stream;
 pub use dataset::{DatasetError, DatasetSpec, Step, Transitions, discounted_returns};
 pub use npz_io::{read_npz, write_npz};
 pub use parquet_io::{ParquetDataset, ParquetWriter, write_parquet};
-pub use record::{RecordOptions, from_replay, record, record_parts, write_dataset};
-pub use stream::{BatchStream, Dataset, OfflineBatch};
+pub use record::{RecordOptions, from_replay, from_replay_envs, record, record_parts, write_dataset};
+pub use stream::{BatchStream, Dataset, OfflineBatch, resolve_inputs};
 
 use rl_core::agent::EnvMaker;
 use rl_core::algorithm::RlError;
@@ -24,7 +24,7 @@ use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+
 use std::time::Instant;
 
 /// What an offline algorithm's checkpoint keeps of its [`OfflineCore`]. The shuffle window is
@@ -82,12 +82,12 @@ impl OfflineCore {
         }
         let env = make_env(run)?;
         let (obs_space, act_space) = (env.observation_space().clone(), env.action_space().clone());
-        let (path, window) = match (input, &run.offline_data) {
+        let (entries, window) = match (input, &run.offline_data) {
             (Some(p), od) => (
-                p.to_string(),
+                vec![p.to_string()],
                 od.as_ref().map_or(100_000, |o| o.shuffle_buffer_size),
             ),
-            (None, Some(od)) => (od.input.clone(), od.shuffle_buffer_size),
+            (None, Some(od)) => (od.input.0.clone(), od.shuffle_buffer_size),
             (None, None) => {
                 return Err(RlError::Config(
                     "offline_data: missing; an offline algorithm needs offline_data: {input: PATH}"
@@ -95,7 +95,7 @@ impl OfflineCore {
                 ));
             }
         };
-        let mut ds = Dataset::open(Path::new(&path))?;
+        let mut ds = Dataset::open_all(&resolve_inputs(&entries)?)?;
         ds.fit(&run.env_id, &obs_space, &act_space)?;
         Ok(Self {
             run: run.clone(),

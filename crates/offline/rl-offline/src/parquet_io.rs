@@ -254,9 +254,12 @@ impl ParquetDataset {
     pub fn open(path: &Path) -> Result<Self, DatasetError> {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| DatasetError::io(&name, e))?;
-        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| {
-            DatasetError::corrupt(&name, None, format!("not a readable Parquet file: {e}"))
+        let meta = guard(&name, None, || {
+            ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| {
+                DatasetError::corrupt(&name, None, format!("not a readable Parquet file: {e}"))
+            })
         })?;
+        check_metadata(&meta, &name)?;
         let spec = spec_from_schema(meta.schema(), &name)?;
         // Each list column's width must be known up front; variable-length lists (pyarrow's
         // default) get theirs from the first row group.
@@ -312,11 +315,17 @@ impl ParquetDataset {
     }
 
     fn read_batch(&self, g: usize) -> Result<RecordBatch, DatasetError> {
+        guard(&self.name, Some(g), || self.read_batch_unguarded(g))
+    }
+
+    fn read_batch_unguarded(&self, g: usize) -> Result<RecordBatch, DatasetError> {
         let file = File::open(&self.path).map_err(|e| DatasetError::io(&self.name, e))?;
         let rows = self.meta.metadata().row_group(g).num_rows() as usize;
+        // Decoded in batches of at most 64k rows: the footer's row count is not trusted with
+        // an allocation before the data backs it.
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
             .with_row_groups(vec![g])
-            .with_batch_size(rows.max(1))
+            .with_batch_size(rows.clamp(1, 1 << 16))
             .build()
             .map_err(|e| DatasetError::corrupt(&self.name, Some(g), e.to_string()))?;
         let batches = reader
@@ -388,6 +397,47 @@ impl ParquetDataset {
         }
         Ok(d)
     }
+}
+
+/// Checks what the parquet crate would otherwise panic on or allocate for blindly: negative
+/// row counts, offsets and sizes in the footer (found by the `parquet` fuzz target).
+fn check_metadata(meta: &ArrowReaderMetadata, name: &str) -> Result<(), DatasetError> {
+    let m = meta.metadata();
+    for g in 0..m.num_row_groups() {
+        let rg = m.row_group(g);
+        if rg.num_rows() < 0 {
+            return Err(DatasetError::corrupt(name, Some(g), format!("negative row count {}", rg.num_rows())));
+        }
+        for (c, col) in rg.columns().iter().enumerate() {
+            let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+            if start < 0 || col.data_page_offset() < 0 || col.compressed_size() < 0 {
+                return Err(DatasetError::corrupt(
+                    name,
+                    Some(g),
+                    format!("column chunk {c} has a negative offset or size"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs a call into the parquet/arrow readers, turning a panic on a malformed file into an
+/// error naming the file (the readers assert on some inconsistencies instead of returning
+/// errors; library code here must not panic on user input).
+fn guard<T>(
+    name: &str,
+    row_group: Option<usize>,
+    f: impl FnOnce() -> Result<T, DatasetError>,
+) -> Result<T, DatasetError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(DatasetError::corrupt(name, row_group, format!("malformed Parquet file: {msg}")))
+    })
 }
 
 /// A space as JSON, with infinite bounds as the strings `"inf"` / `"-inf"` (JSON numbers

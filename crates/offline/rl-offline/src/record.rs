@@ -134,12 +134,57 @@ pub fn from_replay(
     out
 }
 
-/// Writes `data` by `path`'s extension: `.parquet` or `.npz`.
+/// Transitions of a replay of `n_envs` envs stored `[rows][n_envs]` in time order
+/// (`chronological()`): each env's steps are taken apart, converted by [`from_replay`] and
+/// appended env after env, episode ids numbered across them.
+pub fn from_replay_envs(
+    batch: &TransitionBatch,
+    n_envs: usize,
+    act_dim: usize,
+    action: impl Fn(&[f32]) -> Vec<f32>,
+) -> Transitions {
+    let ne = n_envs.max(1);
+    if ne == 1 {
+        return from_replay(batch, act_dim, action);
+    }
+    let n = batch.len();
+    let od = batch.obs.len() / n.max(1);
+    let stored = batch.actions.len() / n.max(1);
+    let mut out = Transitions::new(od, act_dim);
+    for e in 0..ne {
+        let rows: Vec<usize> = (e..n).step_by(ne).collect();
+        let pick = |v: &[f32], w: usize| -> Vec<f32> {
+            rows.iter().flat_map(|&i| v[i * w..(i + 1) * w].iter().copied()).collect()
+        };
+        let one = TransitionBatch {
+            obs: pick(&batch.obs, od),
+            next_obs: pick(&batch.next_obs, od),
+            actions: pick(&batch.actions, stored),
+            rewards: rows.iter().map(|&i| batch.rewards[i]).collect(),
+            terminated: rows.iter().map(|&i| batch.terminated[i]).collect(),
+            truncated: rows.iter().map(|&i| batch.truncated[i]).collect(),
+            indices: Vec::new(),
+            discounts: Vec::new(),
+            weights: Vec::new(),
+        };
+        let mut part = from_replay(&one, act_dim, &action);
+        let offset = out.num_episodes() as i64;
+        part.eps_id.iter_mut().for_each(|id| *id += offset);
+        out.extend(&part);
+    }
+    out
+}
+
+/// Writes `data` by `path`'s extension: `.parquet` or `.npz`, creating missing parent
+/// directories (`rl record … --out data/expert.parquet` in a fresh clone).
 pub fn write_dataset(
     path: &Path,
     data: &Transitions,
     spec: &DatasetSpec,
 ) -> Result<(), DatasetError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(&dir.display().to_string(), e))?;
+    }
     match path.extension().and_then(|e| e.to_str()) {
         Some("parquet") => write_parquet(path, data, spec, DEFAULT_ROWS_PER_GROUP),
         Some("npz") => write_npz(path, data, spec),

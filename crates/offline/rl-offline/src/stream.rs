@@ -9,7 +9,7 @@ use crate::dataset::{DatasetError, DatasetSpec, Transitions, discounted_returns}
 use crate::npz_io::read_npz;
 use crate::parquet_io::ParquetDataset;
 use rl_core::{Rng, Space};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
@@ -18,44 +18,141 @@ enum Source {
     Memory(Arc<Transitions>),
 }
 
-/// A dataset: a Parquet file read row group by row group, or rows in memory (NPZ files are
-/// read whole).
+impl Source {
+    fn num_chunks(&self) -> usize {
+        match self {
+            Source::Parquet(p) => p.num_row_groups(),
+            Source::Memory(_) => 1,
+        }
+    }
+    fn num_rows(&self) -> usize {
+        match self {
+            Source::Parquet(p) => p.num_rows(),
+            Source::Memory(d) => d.len(),
+        }
+    }
+}
+
+/// One file of a dataset.
 #[derive(Debug, Clone)]
-pub struct Dataset {
+struct Part {
     source: Source,
+    /// What this file declares.
     spec: DatasetSpec,
     file: String,
+    /// Index of the part's first chunk in the dataset's chunk numbering.
+    first_chunk: usize,
+}
+
+/// A dataset: one or more files read in order, each a Parquet file read row group by row
+/// group or rows in memory (NPZ files are read whole). Chunks are numbered across the files;
+/// an episode never continues from one file into the next.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    parts: Vec<Part>,
+    spec: DatasetSpec,
+    file: String,
+}
+
+fn open_source(path: &Path) -> Result<(Source, DatasetSpec), DatasetError> {
+    let file = path.display().to_string();
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => {
+            let p = ParquetDataset::open(path)?;
+            let spec = p.spec().clone();
+            Ok((Source::Parquet(Box::new(p)), spec))
+        }
+        Some("npz") => {
+            let (d, spec) = read_npz(path)?;
+            Ok((Source::Memory(Arc::new(d)), spec))
+        }
+        _ => Err(DatasetError::corrupt(
+            &file,
+            None,
+            "unknown dataset format: expected a .parquet or .npz file",
+        )),
+    }
 }
 
 impl Dataset {
     /// Opens `path` by its extension: `.parquet` (streamed) or `.npz` (read whole).
     pub fn open(path: &Path) -> Result<Self, DatasetError> {
-        let file = path.display().to_string();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("parquet") => {
-                let p = ParquetDataset::open(path)?;
-                Ok(Self {
-                    spec: p.spec().clone(),
-                    source: Source::Parquet(Box::new(p)),
-                    file,
-                })
+        Self::open_all(&[path.to_path_buf()])
+    }
+
+    /// Opens several files as one dataset, read in the order given. They must agree on the
+    /// observation and action shapes and on discrete vs real actions (the error names the
+    /// first file that differs); the dataset has rewards only if every file has them.
+    pub fn open_all(paths: &[PathBuf]) -> Result<Self, DatasetError> {
+        let first = paths.first().ok_or_else(|| {
+            DatasetError::corrupt("offline_data.input", None, "no dataset files given")
+        })?;
+        let (source, first_spec) = open_source(first)?;
+        let mut spec = first_spec.clone();
+        let mut parts = vec![Part {
+            spec: first_spec,
+            first_chunk: 0,
+            file: first.display().to_string(),
+            source,
+        }];
+        for p in &paths[1..] {
+            let (source, s) = open_source(p)?;
+            let file = p.display().to_string();
+            let differs = |what: &str, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+                DatasetError::corrupt(
+                    &file,
+                    None,
+                    format!("{what} {b:?} differs from {a:?} in {}", parts[0].file),
+                )
+            };
+            if s.obs_shape != spec.obs_shape {
+                return Err(differs("observation shape", &spec.obs_shape, &s.obs_shape));
             }
-            Some("npz") => {
-                let (d, spec) = read_npz(path)?;
-                Ok(Self::from_memory(d, spec, &file))
+            if s.act_shape != spec.act_shape {
+                return Err(differs("action shape", &spec.act_shape, &s.act_shape));
             }
-            _ => Err(DatasetError::corrupt(
-                &file,
-                None,
-                "unknown dataset format: expected a .parquet or .npz file",
-            )),
+            if s.discrete_actions != spec.discrete_actions {
+                return Err(differs(
+                    "discrete actions",
+                    &spec.discrete_actions,
+                    &s.discrete_actions,
+                ));
+            }
+            // Spaces recorded by one file but not another stay; conflicting ones are dropped
+            // here and checked per file against the env in `fit`.
+            if spec.observation_space != s.observation_space {
+                spec.observation_space = None;
+            }
+            if spec.action_space != s.action_space {
+                spec.action_space = None;
+            }
+            spec.has_rewards &= s.has_rewards;
+            let last = parts.last().expect("one part");
+            let first_chunk = last.first_chunk + last.source.num_chunks();
+            parts.push(Part {
+                source,
+                spec: s,
+                file,
+                first_chunk,
+            });
         }
+        let file = parts
+            .iter()
+            .map(|p| p.file.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(Self { parts, spec, file })
     }
 
     /// Rows held in memory (`name` for messages).
     pub fn from_memory(data: Transitions, spec: DatasetSpec, name: &str) -> Self {
         Self {
-            source: Source::Memory(Arc::new(data)),
+            parts: vec![Part {
+                source: Source::Memory(Arc::new(data)),
+                spec: spec.clone(),
+                file: name.to_string(),
+                first_chunk: 0,
+            }],
             spec,
             file: name.to_string(),
         }
@@ -66,26 +163,31 @@ impl Dataset {
         &self.spec
     }
 
-    /// The file (or name).
+    /// The file (or name); the files joined by commas for a dataset of several.
     pub fn file(&self) -> &str {
         &self.file
     }
 
+    /// The files, in reading order.
+    pub fn files(&self) -> Vec<&str> {
+        self.parts.iter().map(|p| p.file.as_str()).collect()
+    }
+
     /// Number of rows.
     pub fn num_rows(&self) -> usize {
-        match &self.source {
-            Source::Parquet(p) => p.num_rows(),
-            Source::Memory(d) => d.len(),
-        }
+        self.parts.iter().map(|p| p.source.num_rows()).sum()
     }
 
     /// Checks the data fits an env with these spaces (`env`: its id) and adopts the spaces,
     /// so reading also checks action values against them.
     pub fn fit(&mut self, env: &str, obs: &Space, act: &Space) -> Result<(), DatasetError> {
-        self.spec.check_fits(&self.file, env, obs, act)?;
-        if let Source::Memory(d) = &self.source {
-            d.check_values(&self.file, Some(act))?;
+        for part in &self.parts {
+            part.spec.check_fits(&part.file, env, obs, act)?;
+            if let Source::Memory(d) = &part.source {
+                d.check_values(&part.file, Some(act))?;
+            }
         }
+        self.spec.check_fits(&self.file, env, obs, act)?;
         self.spec.observation_space = Some(obs.clone());
         self.spec.action_space = Some(act.clone());
         Ok(())
@@ -93,20 +195,36 @@ impl Dataset {
 
     /// Number of chunks a pass reads.
     pub fn num_chunks(&self) -> usize {
-        match &self.source {
-            Source::Parquet(p) => p.num_row_groups(),
-            Source::Memory(_) => 1,
-        }
+        self.parts.iter().map(|p| p.source.num_chunks()).sum()
     }
 
-    /// Chunk `i` (row group `i` of a Parquet file).
+    /// The part holding chunk `i` and the chunk's index within it.
+    fn locate(&self, i: usize) -> Option<(&Part, usize)> {
+        self.parts
+            .iter()
+            .rev()
+            .find(|p| p.first_chunk <= i)
+            .filter(|p| i - p.first_chunk < p.source.num_chunks())
+            .map(|p| (p, i - p.first_chunk))
+    }
+
+    /// Whether chunk `i` directly follows chunk `i − 1` in the same file (so an episode the
+    /// earlier chunk cut can continue in it).
+    pub fn follows(&self, i: usize) -> bool {
+        i > 0 && self.locate(i).is_some_and(|(_, k)| k > 0)
+    }
+
+    /// Chunk `i`: row group `k` of the Parquet file holding it, or a whole in-memory file.
     pub fn chunk(&self, i: usize) -> Result<Transitions, DatasetError> {
-        match &self.source {
+        let (part, k) = self.locate(i).ok_or_else(|| {
+            DatasetError::corrupt(&self.file, None, format!("no chunk {i}"))
+        })?;
+        match &part.source {
             Source::Parquet(p) => {
-                let d = p.read_row_group(i)?;
+                let d = p.read_row_group(k)?;
                 if let Some(a) = &self.spec.action_space {
-                    d.check_values(&self.file, Some(a))
-                        .map_err(|e| DatasetError::corrupt(&self.file, Some(i), e.to_string()))?;
+                    d.check_values(&part.file, Some(a))
+                        .map_err(|e| DatasetError::corrupt(&part.file, Some(k), e.to_string()))?;
                 }
                 Ok(d)
             }
@@ -122,6 +240,59 @@ impl Dataset {
         }
         Ok(d)
     }
+}
+
+/// The dataset files named by `offline_data.input`: each entry is a file, a directory (its
+/// `.parquet` and `.npz` files, by name) or a glob pattern (`data/*.parquet`, matches by
+/// name); the order of the entries is kept. An entry that names nothing is an error.
+pub fn resolve_inputs(entries: &[String]) -> Result<Vec<PathBuf>, DatasetError> {
+    let is_data = |p: &Path| {
+        p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("parquet" | "npz"))
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let p = Path::new(e);
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|err| DatasetError::io(e, err))?
+                .filter_map(|d| d.ok().map(|d| d.path()))
+                .filter(|f| is_data(f))
+                .collect();
+            if files.is_empty() {
+                return Err(DatasetError::corrupt(
+                    e,
+                    None,
+                    "a directory without .parquet or .npz files",
+                ));
+            }
+            files.sort();
+            out.extend(files);
+        } else if e.contains(['*', '?', '[']) && !p.exists() {
+            let paths = glob::glob(e).map_err(|err| {
+                DatasetError::corrupt(e, None, format!("not a valid glob pattern: {err}"))
+            })?;
+            let mut files = Vec::new();
+            for f in paths {
+                let f = f.map_err(|err| DatasetError::corrupt(e, None, err.to_string()))?;
+                if is_data(&f) {
+                    files.push(f);
+                }
+            }
+            if files.is_empty() {
+                return Err(DatasetError::corrupt(
+                    e,
+                    None,
+                    "the pattern matches no .parquet or .npz file",
+                ));
+            }
+            files.sort();
+            out.extend(files);
+        } else {
+            // A plain path; opening it reports a missing file with its name.
+            out.push(p.to_path_buf());
+        }
+    }
+    Ok(out)
 }
 
 /// A training batch: rows and, when asked for, their discounted returns.
@@ -264,7 +435,7 @@ impl BatchStream {
         let first_of_pass = self.next == 1;
         let last_of_pass = self.next >= self.order.len();
         let (od, ad) = (chunk.obs_dim, chunk.act_dim);
-        if first_of_pass && i > 0 && chunk.t.first().is_some_and(|&t| t > 0) {
+        if first_of_pass && self.dataset.follows(i) && chunk.t.first().is_some_and(|&t| t > 0) {
             self.head_open = true;
         }
         // The head runs to the first true episode end, across chunks if need be.
@@ -282,7 +453,7 @@ impl BatchStream {
         let continues = !pending.is_empty()
             && !chunk.is_empty()
             && pending.eps_id.last() == chunk.eps_id.first()
-            && i > 0;
+            && self.dataset.follows(i);
         let mut rows = if continues {
             pending
         } else {
@@ -300,7 +471,8 @@ impl BatchStream {
                 self.admit(head, false);
             }
         }
-        let next_follows = !last_of_pass && self.order[self.next] == i + 1;
+        let next_follows =
+            !last_of_pass && self.order[self.next] == i + 1 && self.dataset.follows(i + 1);
         self.admit(rows, next_follows);
         Ok(true)
     }

@@ -1,12 +1,12 @@
 //! Bad input gets an error that names it: config keys, types and values, corrupt checkpoints,
 //! NaN observations from an env, and a diverging loss.
 
-use rl_core::Space;
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::AlgoConfig;
 use rl_core::config::RunConfig;
-use rl_core::env::{Env, EnvError, Info, Kwargs, Step};
+use rl_core::env::{Env, EnvError, Kwargs};
+use rl_envs::faults::{Fault, FaultInjection};
 use rl_ppo::{Ppo, PpoConfig};
 
 fn run(extra_kwargs: &str) -> RunConfig {
@@ -88,55 +88,20 @@ fn corrupt_checkpoint_names_the_file() {
     assert!(e.contains("checkpoint.json"), "{e}");
 }
 
-/// CartPole that returns a NaN observation after `bad_at` steps.
-struct NanEnv {
-    inner: rl_envs::classic::CartPole,
-    t: usize,
-    bad_at: usize,
-}
-
-impl Env for NanEnv {
-    fn id(&self) -> &str {
-        "NanCartPole"
-    }
-    fn observation_space(&self) -> &Space {
-        self.inner.observation_space()
-    }
-    fn action_space(&self) -> &Space {
-        self.inner.action_space()
-    }
-    fn reset(
-        &mut self,
-        seed: Option<u64>,
-        options: Option<&Kwargs>,
-        obs: &mut [f32],
-    ) -> Result<Info, EnvError> {
-        self.inner.reset(seed, options, obs)
-    }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let s = self.inner.step(action, obs)?;
-        self.t += 1;
-        if self.t >= self.bad_at {
-            obs[2] = f32::NAN;
-        }
-        Ok(s)
-    }
-}
-
 #[test]
 fn nan_observation_is_an_error_naming_the_env() {
     let r = run("");
+    // Every env returns a NaN observation on its 5th step.
     let make_nan = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
-        Ok(Box::new(NanEnv {
-            inner: Default::default(),
-            t: 0,
-            bad_at: 5,
-        }))
+        let inner = rl_envs::make("CartPole-v1", &Kwargs::new())?;
+        Ok(Box::new(FaultInjection::new(inner, Some(Fault::NanObservation), 5, true)))
     };
     let mut p = Ppo::new(&r, &make_nan, &Device::flex()).unwrap();
     let e = p.train().unwrap_err().to_string();
     assert!(
-        e.contains("NanCartPole") && e.contains("observation element 2") && e.contains("NaN"),
+        e.contains("env 0 (FaultInjection-v0)")
+            && e.contains("at step 5")
+            && e.contains("observation element 0 is NaN"),
         "{e}"
     );
 }

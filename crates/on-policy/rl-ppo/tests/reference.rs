@@ -1,5 +1,5 @@
 //! The PPO loss terms against stable-baselines3's formulas recorded in `RL_DISTS_REFERENCE`
-//! (default `<workspace>/../shared/ref/dists_ref.json`), f32 to max(1e-5 abs, 1e-5 rel).
+//! (default `<workspace>/testdata/reference/dists_ref.json`), f32 to max(1e-5 abs, 1e-5 rel).
 
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_ppo::loss;
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 fn reference() -> Value {
     let p: PathBuf = rl_core::testing::reference_path(
         "RL_DISTS_REFERENCE",
-        "../shared/ref/dists_ref.json",
+        "testdata/reference/dists_ref.json",
         env!("CARGO_MANIFEST_DIR"),
     );
     serde_json::from_str(
