@@ -156,15 +156,17 @@ pub trait Runner: Send {
     type Batch: Send;
     /// Collects a batch acting with `weights`; returns it with the version it acted with.
     fn collect(&mut self, weights: &Versioned) -> Result<(u64, Self::Batch), RlError>;
-    /// Starts afresh after a panic (new episodes; the weights are reloaded next time).
+    /// Starts afresh after a panic or an error (new episodes; the weights are reloaded next
+    /// time).
     fn reset(&mut self) -> Result<(), RlError>;
 }
 
 /// What happened to runners, for the learner's metrics.
 #[derive(Debug, Default)]
 pub struct RunnerReports {
-    /// Panics caught (each followed by a reset and restart).
-    pub panics: AtomicU64,
+    /// Restarts: collections that panicked or failed (an env that panicked or returned NaN
+    /// inside the runner's vector env is an error), each followed by a reset.
+    pub restarts: AtomicU64,
     /// Messages of the panics and errors, in order.
     pub messages: Mutex<Vec<String>>,
 }
@@ -261,11 +263,18 @@ impl<R: Runner + 'static> RunnerPool<R> {
                                     }
                                 }
                                 Ok(Err(e)) => {
-                                    report(&reports, format!("env runner {i}: {e}"));
-                                    let _ = r.reset();
+                                    reports.restarts.fetch_add(1, Ordering::SeqCst);
+                                    report(&reports, format!("env runner {i}: {e}; restarted"));
+                                    if let Err(e) = r.reset() {
+                                        report(
+                                            &reports,
+                                            format!("env runner {i}: reset failed: {e}"),
+                                        );
+                                        break;
+                                    }
                                 }
                                 Err(p) => {
-                                    reports.panics.fetch_add(1, Ordering::SeqCst);
+                                    reports.restarts.fetch_add(1, Ordering::SeqCst);
                                     let msg = p
                                         .downcast_ref::<String>()
                                         .cloned()
@@ -391,7 +400,7 @@ mod tests {
             })
             .collect();
         assert_eq!(got, (0..8).collect::<Vec<_>>());
-        assert_eq!(reports.panics.load(Ordering::SeqCst), 2);
+        assert_eq!(reports.restarts.load(Ordering::SeqCst), 2);
         let msgs = reports.messages.lock().unwrap().clone();
         assert!(msgs[0].contains("injected failure at call 3"), "{msgs:?}");
         pool.shutdown(t.as_ref());

@@ -249,7 +249,7 @@ impl RunnerSet {
             RunnerSet::Lockstep { .. } => (0, 0),
             RunnerSet::Threads {
                 transport, reports, ..
-            } => (transport.queue_len(), reports.panics.load(Ordering::SeqCst)),
+            } => (transport.queue_len(), reports.restarts.load(Ordering::SeqCst)),
         }
     }
 
