@@ -254,7 +254,10 @@ pub fn replay_dataset(
         }
         _ => rl_offline::from_replay_envs(&replay, run.n_envs, act_dim, |a| a.to_vec()),
     };
-    Ok((rows, rl_offline::DatasetSpec::from_spaces(&obs_space, &act_space)))
+    Ok((
+        rows,
+        rl_offline::DatasetSpec::from_spaces(&obs_space, &act_space),
+    ))
 }
 
 /// Checks a run config the way `rl train` does before it builds anything: the algorithm's

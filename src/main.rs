@@ -134,7 +134,9 @@ fn main() -> ExitCode {
         }
         eprintln!("\ninterrupt: saving a checkpoint after this iteration (again to quit now)");
     }) {
-        eprintln!("warning: no Ctrl-C handler ({e}); an interrupted run keeps only its periodic checkpoints");
+        eprintln!(
+            "warning: no Ctrl-C handler ({e}); an interrupted run keeps only its periodic checkpoints"
+        );
     }
     match real_main() {
         Ok(code) => code,
@@ -158,8 +160,14 @@ fn train_and_report(
 ) -> Result<(), RlError> {
     let mut eval_env = rl::make_eval_env(run)?;
     let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
-    let summary =
-        run_training_until(algo, run, eval_env.as_mut(), &dir, !quiet, Some(&INTERRUPTED))?;
+    let summary = run_training_until(
+        algo,
+        run,
+        eval_env.as_mut(),
+        &dir,
+        !quiet,
+        Some(&INTERRUPTED),
+    )?;
     println!("{}", serde_json::to_string(&summary).expect("serializable"));
     Ok(())
 }

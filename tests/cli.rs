@@ -299,7 +299,12 @@ fn commented_commands(config: &Path) -> Vec<Vec<String>> {
 
 /// Runs `args` in `dir` with `extra` appended (a smaller budget for CI), asserting success.
 fn run_in(dir: &Path, args: &[String], extra: &[&str]) -> serde_json::Value {
-    let out = rl().current_dir(dir).args(args).args(extra).output().unwrap();
+    let out = rl()
+        .current_dir(dir)
+        .args(args)
+        .args(extra)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "rl {args:?} {extra:?}: {}",
@@ -314,7 +319,12 @@ fn the_offline_configs_comments_work_as_written_in_a_fresh_directory() {
     let d = tmp("newcomer");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::create_dir_all(d.join("examples/configs")).unwrap();
-    for c in ["ppo_cartpole", "bc_cartpole", "marwil_cartpole", "cql_cartpole"] {
+    for c in [
+        "ppo_cartpole",
+        "bc_cartpole",
+        "marwil_cartpole",
+        "cql_cartpole",
+    ] {
         let f = format!("examples/configs/{c}.yaml");
         std::fs::copy(root.join(&f), d.join(&f)).unwrap();
     }
@@ -327,8 +337,21 @@ fn the_offline_configs_comments_work_as_written_in_a_fresh_directory() {
     let j = run_in(&d, &bc[1], &[]);
     assert_eq!(j["episodes"], 50, "{j}");
     assert!(d.join("data/cartpole_expert.parquet").exists());
-    let j = run_in(&d, &bc[2], &["--quiet", "--set", "total_timesteps=20000", "--set", "eval_freq=10000"]);
-    assert!(j["eval_mean_return"].as_f64().unwrap() > 100.0, "BC on expert data: {j}");
+    let j = run_in(
+        &d,
+        &bc[2],
+        &[
+            "--quiet",
+            "--set",
+            "total_timesteps=20000",
+            "--set",
+            "eval_freq=10000",
+        ],
+    );
+    assert!(
+        j["eval_mean_return"].as_f64().unwrap() > 100.0,
+        "BC on expert data: {j}"
+    );
     // MARWIL's comment: expert and noisy recordings, read as a list by the config.
     let marwil = commented_commands(&d.join("examples/configs/marwil_cartpole.yaml"));
     assert_eq!(marwil.len(), 4, "{marwil:?}");
@@ -336,30 +359,63 @@ fn the_offline_configs_comments_work_as_written_in_a_fresh_directory() {
         run_in(&d, c, &[]);
     }
     assert!(d.join("data/cartpole_noisy.parquet").exists());
-    let j = run_in(&d, &marwil[3], &["--quiet", "--set", "total_timesteps=20000", "--set", "eval_freq=10000"]);
+    let j = run_in(
+        &d,
+        &marwil[3],
+        &[
+            "--quiet",
+            "--set",
+            "total_timesteps=20000",
+            "--set",
+            "eval_freq=10000",
+        ],
+    );
     assert!(j["total_timesteps"].as_u64().unwrap() >= 20000, "{j}");
     // The same list through discrete CQL, and a directory and a glob through BC.
     run_in(
         &d,
         &["train".into(), "examples/configs/cql_cartpole.yaml".into()],
-        &["--quiet", "--set", "total_timesteps=2000", "--set", "eval_freq=0"],
+        &[
+            "--quiet",
+            "--set",
+            "total_timesteps=2000",
+            "--set",
+            "eval_freq=0",
+        ],
     );
     for input in ["data", "data/cartpole_*.parquet"] {
         run_in(
             &d,
             &["train".into(), "examples/configs/bc_cartpole.yaml".into()],
-            &["--quiet", "--set", "total_timesteps=2000", "--set", "eval_freq=0", "--set", &format!("offline_data.input={input}")],
+            &[
+                "--quiet",
+                "--set",
+                "total_timesteps=2000",
+                "--set",
+                "eval_freq=0",
+                "--set",
+                &format!("offline_data.input={input}"),
+            ],
         );
     }
     // An entry that names nothing is an error naming it.
     let out = rl()
         .current_dir(&d)
-        .args(["train", "examples/configs/bc_cartpole.yaml", "--quiet", "--set", "offline_data.input=data/nothing_*.parquet"])
+        .args([
+            "train",
+            "examples/configs/bc_cartpole.yaml",
+            "--quiet",
+            "--set",
+            "offline_data.input=data/nothing_*.parquet",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("data/nothing_*.parquet") && err.contains("matches no"), "{err}");
+    assert!(
+        err.contains("data/nothing_*.parquet") && err.contains("matches no"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -370,21 +426,75 @@ fn record_replay_writes_an_off_policy_buffer_for_cql() {
     let sac = root.join("examples/configs/sac_pendulum.yaml");
     let run = d.join("sac");
     // Without the buffer in the checkpoint, --replay says which option to set.
-    run_ok(&["train", sac.to_str().unwrap(), "--quiet", "--set", "total_timesteps=300", "--set", "eval_freq=0", "--set", "n_eval_episodes=1", "--out", d.join("nobuf").to_str().unwrap()]);
+    run_ok(&[
+        "train",
+        sac.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "total_timesteps=300",
+        "--set",
+        "eval_freq=0",
+        "--set",
+        "n_eval_episodes=1",
+        "--out",
+        d.join("nobuf").to_str().unwrap(),
+    ]);
     let out = rl()
-        .args(["record", d.join("nobuf/checkpoint").to_str().unwrap(), "--replay", "--out", d.join("x.parquet").to_str().unwrap()])
+        .args([
+            "record",
+            d.join("nobuf/checkpoint").to_str().unwrap(),
+            "--replay",
+            "--out",
+            d.join("x.parquet").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("store_buffer_in_checkpoints"));
     // As cql_pendulum.yaml's comment says (a smaller budget).
-    run_ok(&["train", sac.to_str().unwrap(), "--quiet", "--set", "total_timesteps=1000", "--set", "algo_kwargs.store_buffer_in_checkpoints=true", "--set", "eval_freq=0", "--set", "n_eval_episodes=1", "--out", run.to_str().unwrap()]);
+    run_ok(&[
+        "train",
+        sac.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "total_timesteps=1000",
+        "--set",
+        "algo_kwargs.store_buffer_in_checkpoints=true",
+        "--set",
+        "eval_freq=0",
+        "--set",
+        "n_eval_episodes=1",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     let data = d.join("data/pendulum_sac.parquet");
-    let j = run_ok(&["record", run.join("checkpoint").to_str().unwrap(), "--replay", "--out", data.to_str().unwrap()]);
+    let j = run_ok(&[
+        "record",
+        run.join("checkpoint").to_str().unwrap(),
+        "--replay",
+        "--out",
+        data.to_str().unwrap(),
+    ]);
     assert_eq!(j["rows"], 1000, "{j}");
     assert_eq!(j["episodes"], 5, "Pendulum's 200-step episodes: {j}");
     let cql = root.join("examples/configs/cql_pendulum.yaml");
-    let j = run_ok(&["train", cql.to_str().unwrap(), "--quiet", "--set", &format!("offline_data.input={}", data.display()), "--set", "total_timesteps=2560", "--set", "eval_freq=0", "--set", "n_eval_episodes=1", "--set", "algo_kwargs.bc_iters=2", "--out", d.join("cql").to_str().unwrap()]);
+    let j = run_ok(&[
+        "train",
+        cql.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        &format!("offline_data.input={}", data.display()),
+        "--set",
+        "total_timesteps=2560",
+        "--set",
+        "eval_freq=0",
+        "--set",
+        "n_eval_episodes=1",
+        "--set",
+        "algo_kwargs.bc_iters=2",
+        "--out",
+        d.join("cql").to_str().unwrap(),
+    ]);
     assert_eq!(j["total_timesteps"], 2560, "{j}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -124,7 +124,9 @@ fn kill_9_during_checkpoint_writes_keeps_the_latest_checkpoint_loadable() {
         child.wait().unwrap();
         let ck = latest_checkpoint(&run)
             .unwrap_or_else(|| panic!("kill {k}: no checkpoint in {}", run.display()));
-        let step: u64 = ck.file_name().unwrap().to_string_lossy()[5..].parse().unwrap();
+        let step: u64 = ck.file_name().unwrap().to_string_lossy()[5..]
+            .parse()
+            .unwrap();
         assert!(step >= last_step, "kill {k}: latest checkpoint went back");
         last_step = step;
         // The latest checkpoint loads and evaluates, every time.
@@ -161,7 +163,13 @@ fn a_full_disk_during_a_checkpoint_write_is_an_error_naming_the_path_and_keeps_t
         "algorithm: dqn\nenv_id: CartPole-v1\ntotal_timesteps: 500\nn_envs: 1\nseed: 0\neval_freq: 0\nn_eval_episodes: 2\nalgo_kwargs:\n  learning_starts: 100\n  train_freq: 128\n  buffer_size: 100000\n  store_buffer_in_checkpoints: true\n",
     );
     let run = d.join("run");
-    let j = run_ok(&["train", cfg.to_str().unwrap(), "--quiet", "--out", run.to_str().unwrap()]);
+    let j = run_ok(&[
+        "train",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     let ck = PathBuf::from(j["checkpoint"].as_str().unwrap());
     let sizes = |dir: &Path| -> u64 {
         std::fs::read_dir(dir)
@@ -175,7 +183,10 @@ fn a_full_disk_during_a_checkpoint_write_is_an_error_naming_the_path_and_keeps_t
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().to_string_lossy().to_string(), std::fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
         })
         .collect();
     // Resume into the same run directory for 20x the steps under a limit of 4x the largest
@@ -186,18 +197,29 @@ fn a_full_disk_during_a_checkpoint_write_is_an_error_naming_the_path_and_keeps_t
         "trap '' XFSZ; ulimit -f {limit_kb}; exec \"$0\" resume \"$1\" --total-timesteps 10000 --quiet --out \"$2\""
     );
     let out = Command::new("bash")
-        .args(["-c", &script, env!("CARGO_BIN_EXE_rl"), ck.to_str().unwrap(), run.to_str().unwrap()])
+        .args([
+            "-c",
+            &script,
+            env!("CARGO_BIN_EXE_rl"),
+            ck.to_str().unwrap(),
+            run.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        err.contains(&format!("cannot save checkpoint {}", ck.display())) && err.contains("too large"),
+        err.contains(&format!("cannot save checkpoint {}", ck.display()))
+            && err.contains("too large"),
         "the error names the checkpoint path and the failure: {err}"
     );
     // The previous checkpoint is intact: same files, same bytes, and it loads.
     for (name, bytes) in &before {
-        assert_eq!(&std::fs::read(ck.join(name)).unwrap(), bytes, "{name} changed");
+        assert_eq!(
+            &std::fs::read(ck.join(name)).unwrap(),
+            bytes,
+            "{name} changed"
+        );
     }
     run_ok(&["eval", ck.to_str().unwrap(), "--episodes", "1"]);
     std::fs::remove_dir_all(&d).unwrap();
@@ -208,7 +230,13 @@ fn failing_run(name: &str, yaml: &str) -> String {
     let d = tmp(name);
     let cfg = write(&d, "cfg.yaml", yaml);
     let out = rl()
-        .args(["train", cfg.to_str().unwrap(), "--quiet", "--out", d.join("run").to_str().unwrap()])
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            d.join("run").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     // Exit code 1 from `main`, not an abort (which would be a signal, or code 101 for a
@@ -222,10 +250,54 @@ fn failing_run(name: &str, yaml: &str) -> String {
 fn envs_that_panic_or_return_nan_in_a_threaded_vec_env_end_the_run_with_a_named_error() {
     // (case, algorithm, inner env, fault, step, env index, envs, threads, algo_kwargs, message)
     let cases = [
-        ("ppo-panic", "ppo", "CartPole-v1", "panic", 50, 3, 4, 2, "{n_steps: 32, batch_size: 64}", "panicked: FaultInjection-v0: injected panic at step 50"),
-        ("ppo-nan", "ppo", "CartPole-v1", "nan_observation", 20, 1, 4, 2, "{n_steps: 32, batch_size: 64}", "observation element 0 is NaN"),
-        ("sac-nan", "sac", "Pendulum-v1", "nan_reward", 30, 1, 2, 2, "{learning_starts: 10, batch_size: 16}", "reward is NaN"),
-        ("dqn-panic", "dqn", "CartPole-v1", "panic", 40, 2, 4, 4, "{learning_starts: 10}", "injected panic at step 40"),
+        (
+            "ppo-panic",
+            "ppo",
+            "CartPole-v1",
+            "panic",
+            50,
+            3,
+            4,
+            2,
+            "{n_steps: 32, batch_size: 64}",
+            "panicked: FaultInjection-v0: injected panic at step 50",
+        ),
+        (
+            "ppo-nan",
+            "ppo",
+            "CartPole-v1",
+            "nan_observation",
+            20,
+            1,
+            4,
+            2,
+            "{n_steps: 32, batch_size: 64}",
+            "observation element 0 is NaN",
+        ),
+        (
+            "sac-nan",
+            "sac",
+            "Pendulum-v1",
+            "nan_reward",
+            30,
+            1,
+            2,
+            2,
+            "{learning_starts: 10, batch_size: 16}",
+            "reward is NaN",
+        ),
+        (
+            "dqn-panic",
+            "dqn",
+            "CartPole-v1",
+            "panic",
+            40,
+            2,
+            4,
+            4,
+            "{learning_starts: 10}",
+            "injected panic at step 40",
+        ),
     ];
     for (name, algo, inner, fault, step, index, n_envs, threads, kwargs, what) in cases {
         // `instance: k` arms the k-th env made, which is training env k.
@@ -250,7 +322,13 @@ fn ctrl_c_saves_a_checkpoint_that_resumes() {
     );
     let run = d.join("run");
     let child = rl()
-        .args(["train", cfg.to_str().unwrap(), "--quiet", "--out", run.to_str().unwrap()])
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            run.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -258,7 +336,10 @@ fn ctrl_c_saves_a_checkpoint_that_resumes() {
     // Wait until training is under way (the run directory's config is written first).
     let t0 = Instant::now();
     while !run.join("config.yaml").exists() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "training never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "training never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1500));

@@ -632,7 +632,10 @@ fn tree_features(
         .output()
         .map_err(|e| format!("cargo tree: {e}"))?;
     if !out.status.success() {
-        return Err(format!("cargo tree {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "cargo tree {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let mut map = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
@@ -643,7 +646,11 @@ fn tree_features(
         };
         // `{p}` of a path package is `name version (path)`; features come last.
         let feats = line.rsplit_once(' ').map(|(_, f)| f).unwrap_or("");
-        let feats = if feats.starts_with('(') || feats == version { "" } else { feats };
+        let feats = if feats.starts_with('(') || feats == version {
+            ""
+        } else {
+            feats
+        };
         map.entry(format!("{name}@{version}"))
             .or_default()
             .extend(feats.split(',').filter(|f| !f.is_empty()).map(String::from));
@@ -667,7 +674,10 @@ fn same_build() -> Result<(), String> {
         }
     }
     if differ.is_empty() {
-        println!("same-build: {} packages of `cargo run` have the features of `cargo test --workspace`", run.len());
+        println!(
+            "same-build: {} packages of `cargo run` have the features of `cargo test --workspace`",
+            run.len()
+        );
         Ok(())
     } else {
         Err(format!(
@@ -708,7 +718,9 @@ fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
         .filter(|t| only.is_none_or(|o| o == *t))
         .collect();
     if targets.is_empty() {
-        return Err(format!("no fuzz target {only:?}; targets: {FUZZ_TARGETS:?}"));
+        return Err(format!(
+            "no fuzz target {only:?}; targets: {FUZZ_TARGETS:?}"
+        ));
     }
     let fuzz_dir = r.join("fuzz");
     // `cargo fuzz build` takes one target or none (= all).
@@ -764,7 +776,12 @@ fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
         );
         if !ok {
             // The crash's bytes come as one long line; the rest says what failed and where.
-            let tail: Vec<&str> = err.lines().filter(|l| l.len() < 400).rev().take(40).collect();
+            let tail: Vec<&str> = err
+                .lines()
+                .filter(|l| l.len() < 400)
+                .rev()
+                .take(40)
+                .collect();
             eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
             failed.push(t.to_string());
         }
@@ -772,7 +789,11 @@ fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
             "| {} | {} | `{t}` | {seconds} | {execs} | {corpus} | {} |",
             today(),
             git_commit(),
-            if ok { "0 crashes, 0 timeouts, 0 OOM" } else { "FAILED (see fuzz/artifacts)" }
+            if ok {
+                "0 crashes, 0 timeouts, 0 OOM"
+            } else {
+                "FAILED (see fuzz/artifacts)"
+            }
         ));
     }
     if record {

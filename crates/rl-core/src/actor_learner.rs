@@ -275,11 +275,7 @@ impl<R: Runner + 'static> RunnerPool<R> {
                                 }
                                 Err(p) => {
                                     reports.restarts.fetch_add(1, Ordering::SeqCst);
-                                    let msg = p
-                                        .downcast_ref::<String>()
-                                        .cloned()
-                                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                                        .unwrap_or_else(|| "panic".into());
+                                    let msg = crate::vec_env::panic_message(p.as_ref());
                                     report(
                                         &reports,
                                         format!("env runner {i} panicked: {msg}; restarted"),

@@ -64,7 +64,10 @@ impl<'de> Deserialize<'de> for DataInput {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DataInput, E> {
                 Ok(DataInput::one(v))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<DataInput, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<DataInput, A::Error> {
                 let mut out = Vec::new();
                 while let Some(p) = a.next_element::<String>()? {
                     out.push(p);
@@ -222,20 +225,33 @@ mod tests {
 
     #[test]
     fn a_key_given_twice_is_an_error_naming_it() {
-        let e = RunConfig::from_yaml(&format!("{BASE}  n_steps: 64\n"), &[], "dup.yaml").unwrap_err();
-        assert!(e.contains("dup.yaml") && e.contains("duplicate") && e.contains("n_steps"), "{e}");
+        let e =
+            RunConfig::from_yaml(&format!("{BASE}  n_steps: 64\n"), &[], "dup.yaml").unwrap_err();
+        assert!(
+            e.contains("dup.yaml") && e.contains("duplicate") && e.contains("n_steps"),
+            "{e}"
+        );
     }
 
     #[test]
     fn offline_input_takes_a_path_or_a_list() {
-        let one = RunConfig::from_yaml(&format!("{BASE}offline_data: {{input: a.parquet}}\n"), &[], "t").unwrap();
+        let one = RunConfig::from_yaml(
+            &format!("{BASE}offline_data: {{input: a.parquet}}\n"),
+            &[],
+            "t",
+        )
+        .unwrap();
         assert_eq!(one.offline_data.unwrap().input, DataInput::one("a.parquet"));
         let y = format!("{BASE}offline_data:\n  input_: [a.parquet, d/*.npz]\n");
         let many = RunConfig::from_yaml(&y, &[], "t").unwrap();
         let input = many.offline_data.clone().unwrap().input;
-        assert_eq!(input.0, vec!["a.parquet".to_string(), "d/*.npz".to_string()]);
+        assert_eq!(
+            input.0,
+            vec!["a.parquet".to_string(), "d/*.npz".to_string()]
+        );
         // The saved config (config.yaml) reads back the same.
-        let back = RunConfig::from_yaml(&crate::runner::config_yaml(&many).unwrap(), &[], "t").unwrap();
+        let back =
+            RunConfig::from_yaml(&crate::runner::config_yaml(&many).unwrap(), &[], "t").unwrap();
         assert_eq!(back, many);
         for bad in ["input: []", "input: 3", "input: [a.parquet, 3]"] {
             let y = format!("{BASE}offline_data: {{{bad}}}\n");

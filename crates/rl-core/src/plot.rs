@@ -57,7 +57,11 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
         return (0.0, 1.0);
     }
     let span = (hi - lo).max(1e-9 * lo.abs().max(1.0));
-    let pad = if hi - lo < 1e-12 { 0.5 * lo.abs().max(1.0) } else { 0.05 * span };
+    let pad = if hi - lo < 1e-12 {
+        0.5 * lo.abs().max(1.0)
+    } else {
+        0.05 * span
+    };
     (lo - pad, hi + pad)
 }
 
@@ -137,7 +141,9 @@ pub fn learning_curve(
             .draw_series(LineSeries::new(train.iter().copied(), blue.stroke_width(2)))
             .map_err(draw_err)?
             .label("training: mean episodic return per iteration")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], blue.stroke_width(3)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], blue.stroke_width(3))
+            });
     }
     if !eval.is_empty() {
         chart
@@ -245,9 +251,21 @@ mod tests {
     fn draws_returns_and_loss_panels() {
         let mut h = Vec::new();
         for i in 0..50u64 {
-            h.push((i * 1000, "charts/episodic_return".to_string(), (i * 10) as f64));
-            h.push((i * 1000, "losses/value_loss".to_string(), 100.0 / (i + 1) as f64));
-            h.push((i * 1000, "losses/entropy".to_string(), 0.69 - i as f64 * 1e-3));
+            h.push((
+                i * 1000,
+                "charts/episodic_return".to_string(),
+                (i * 10) as f64,
+            ));
+            h.push((
+                i * 1000,
+                "losses/value_loss".to_string(),
+                100.0 / (i + 1) as f64,
+            ));
+            h.push((
+                i * 1000,
+                "losses/entropy".to_string(),
+                0.69 - i as f64 * 1e-3,
+            ));
             if i % 10 == 0 {
                 h.push((i * 1000, "eval/mean_reward".to_string(), (i * 9) as f64));
             }
@@ -259,7 +277,10 @@ mod tests {
         let png = std::fs::read(&p).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let note = std::fs::read_to_string(p.with_extension("txt")).unwrap();
-        assert!(note.contains("loss panels: losses/value_loss, losses/entropy"), "{note}");
+        assert!(
+            note.contains("loss panels: losses/value_loss, losses/entropy"),
+            "{note}"
+        );
         // Empty history still gives a picture (a run stopped before its first episode).
         learning_curve(&[], &dir.join("empty.png"), "empty").unwrap();
         std::fs::remove_dir_all(&dir).unwrap();

@@ -66,8 +66,9 @@ fn check_obs(env: &dyn Env, obs: &[f32], when: &str) -> Result<(), EnvError> {
     Ok(())
 }
 
-/// The panic payload's message (`panic!` gives a `&str` or a `String`).
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic's payload (`panic!` gives a `&str` or a `String`); shared by
+/// every place that turns a panic into an error.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -322,7 +323,9 @@ impl VecEnv {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = groups
                     .into_iter()
-                    .map(|g| sc.spawn(move || g.into_iter().try_for_each(|s| step_guarded(s, step))))
+                    .map(|g| {
+                        sc.spawn(move || g.into_iter().try_for_each(|s| step_guarded(s, step)))
+                    })
                     .collect();
                 // Every thread is joined (the scope would anyway); the lowest env index's
                 // error is reported, whatever the thread count. A panic is caught inside

@@ -53,7 +53,11 @@ impl FaultInjection {
     /// Builds it from `make` keyword arguments (see the module docs).
     pub fn from_kwargs(kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
         const ID: &str = "FaultInjection-v0";
-        check_kwargs(ID, kw, &["env", "fault", "at_step", "instance", "render_mode"])?;
+        check_kwargs(
+            ID,
+            kw,
+            &["env", "fault", "at_step", "instance", "render_mode"],
+        )?;
         let bad = |k: &str, want: &str| {
             EnvError::Make(format!("{ID}: keyword argument {k:?}: expected {want}"))
         };
@@ -69,7 +73,12 @@ impl FaultInjection {
             Some(Some("panic")) => Some(Fault::Panic),
             Some(Some("nan_observation")) => Some(Fault::NanObservation),
             Some(Some("nan_reward")) => Some(Fault::NanReward),
-            _ => return Err(bad("fault", "\"panic\", \"nan_observation\" or \"nan_reward\"")),
+            _ => {
+                return Err(bad(
+                    "fault",
+                    "\"panic\", \"nan_observation\" or \"nan_reward\"",
+                ));
+            }
         };
         let at_step = match kw.get("at_step") {
             None => 100,
@@ -77,7 +86,10 @@ impl FaultInjection {
         };
         let instance = match kw.get("instance") {
             None => None,
-            Some(v) => Some(v.as_u64().ok_or_else(|| bad("instance", "an instance number"))?),
+            Some(v) => Some(
+                v.as_u64()
+                    .ok_or_else(|| bad("instance", "an instance number"))?,
+            ),
         };
         let inner = crate::make(inner_id, &Kwargs::new())?;
         let k = MADE.fetch_add(1, Ordering::SeqCst);
@@ -124,7 +136,9 @@ impl Env for FaultInjection {
         self.inner.state()
     }
     fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(serde_json::json!({"inner": self.inner.snapshot()?, "steps": self.steps, "armed": self.armed}))
+        Ok(
+            serde_json::json!({"inner": self.inner.snapshot()?, "steps": self.steps, "armed": self.armed}),
+        )
     }
     fn restore(&mut self, snapshot: &serde_json::Value) -> Result<(), EnvError> {
         let id = self.id().to_string();

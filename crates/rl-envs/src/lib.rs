@@ -108,7 +108,11 @@ pub fn registry() -> Registry {
         Some(999),
     );
     // For fault tests (see `faults`); its wrapped env brings its own time limit.
-    r.register("FaultInjection-v0", faults::FaultInjection::from_kwargs, None);
+    r.register(
+        "FaultInjection-v0",
+        faults::FaultInjection::from_kwargs,
+        None,
+    );
     r
 }
 

@@ -234,7 +234,10 @@ fn replay_gymnasium_trajectories() {
 fn one_changed_observation_in_the_recording_fails_the_replay() {
     // The replay compares every recorded value: nudging one observation of the vendored data by
     // one float32 ulp must make it fail, for a classic-control env and for FrozenLake.
-    for (file, episode, step) in [("CartPole-v1.json", 2, 137), ("FrozenLake-v1_4x4_slippery.json", 0, 1)] {
+    for (file, episode, step) in [
+        ("CartPole-v1.json", 2, 137),
+        ("FrozenLake-v1_4x4_slippery.json", 0, 1),
+    ] {
         let p = ref_dir().join(file);
         let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         let key = d["key"].as_str().unwrap().to_string();
@@ -254,10 +257,7 @@ fn one_changed_observation_in_the_recording_fails_the_replay() {
             }
         });
         let msg = r.expect_err("the changed recording replayed without a mismatch");
-        let msg = msg
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(
             msg.contains(&format!("episode {episode} step {step}")),
             "{file}: {msg}"

@@ -121,7 +121,12 @@ fn a_panicking_env_is_an_error_naming_index_and_step_on_any_thread_count() {
             "{threads} threads: {e}"
         );
         // The failed vector env refuses to step until it is reset, then runs again.
-        assert!(v.step(&[0.0; 4]).unwrap_err().to_string().contains("before reset"));
+        assert!(
+            v.step(&[0.0; 4])
+                .unwrap_err()
+                .to_string()
+                .contains("before reset")
+        );
         v.reset(Some(100)).unwrap();
         v.step(&[0.0; 4]).unwrap();
     }

@@ -15,7 +15,11 @@ fn data(env: &str, rewards: bool, tag: &str) -> PathBuf {
 
 fn run(env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {
     // A key given twice is a YAML error, so `kwargs` may replace the default num_actions.
-    let num_actions = if kwargs.contains("num_actions") { "" } else { "num_actions: 3, " };
+    let num_actions = if kwargs.contains("num_actions") {
+        ""
+    } else {
+        "num_actions: 3, "
+    };
     let y = format!(
         "algorithm: cql\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 5\noffline_data: {{input: {}, shuffle_buffer_size: 150}}\nalgo_kwargs: {{batch_size: 16, {num_actions}bc_iters: 4, learning_rate: lin_1e-3, policy_kwargs: {{net_arch: [16]}}{kwargs}}}\n",
         input.display()

@@ -14,7 +14,11 @@ fn data(env: &str, rewards: bool, ext: &str) -> PathBuf {
 
 fn run(algo: &str, env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {
     // A key given twice is a YAML error, so `kwargs` may replace the default policy_kwargs.
-    let policy = if kwargs.contains("policy_kwargs") { "" } else { ", policy_kwargs: {net_arch: [16]}" };
+    let policy = if kwargs.contains("policy_kwargs") {
+        ""
+    } else {
+        ", policy_kwargs: {net_arch: [16]}"
+    };
     let y = format!(
         "algorithm: {algo}\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 3\noffline_data: {{input: {}, shuffle_buffer_size: 100}}\nalgo_kwargs: {{batch_size: 32, learning_rate: lin_1e-3{policy}{kwargs}}}\n",
         input.display()

@@ -15,7 +15,9 @@ pub mod stream;
 pub use dataset::{DatasetError, DatasetSpec, Step, Transitions, discounted_returns};
 pub use npz_io::{read_npz, write_npz};
 pub use parquet_io::{ParquetDataset, ParquetWriter, write_parquet};
-pub use record::{RecordOptions, from_replay, from_replay_envs, record, record_parts, write_dataset};
+pub use record::{
+    RecordOptions, from_replay, from_replay_envs, record, record_parts, write_dataset,
+};
 pub use stream::{BatchStream, Dataset, OfflineBatch, resolve_inputs};
 
 use rl_core::agent::EnvMaker;

@@ -406,10 +406,16 @@ fn check_metadata(meta: &ArrowReaderMetadata, name: &str) -> Result<(), DatasetE
     for g in 0..m.num_row_groups() {
         let rg = m.row_group(g);
         if rg.num_rows() < 0 {
-            return Err(DatasetError::corrupt(name, Some(g), format!("negative row count {}", rg.num_rows())));
+            return Err(DatasetError::corrupt(
+                name,
+                Some(g),
+                format!("negative row count {}", rg.num_rows()),
+            ));
         }
         for (c, col) in rg.columns().iter().enumerate() {
-            let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+            let start = col
+                .dictionary_page_offset()
+                .unwrap_or(col.data_page_offset());
             if start < 0 || col.data_page_offset() < 0 || col.compressed_size() < 0 {
                 return Err(DatasetError::corrupt(
                     name,
@@ -431,12 +437,12 @@ fn guard<T>(
     f: impl FnOnce() -> Result<T, DatasetError>,
 ) -> Result<T, DatasetError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(DatasetError::corrupt(name, row_group, format!("malformed Parquet file: {msg}")))
+        let msg = rl_core::vec_env::panic_message(p.as_ref());
+        Err(DatasetError::corrupt(
+            name,
+            row_group,
+            format!("malformed Parquet file: {msg}"),
+        ))
     })
 }
 

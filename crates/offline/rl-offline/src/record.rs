@@ -154,7 +154,9 @@ pub fn from_replay_envs(
     for e in 0..ne {
         let rows: Vec<usize> = (e..n).step_by(ne).collect();
         let pick = |v: &[f32], w: usize| -> Vec<f32> {
-            rows.iter().flat_map(|&i| v[i * w..(i + 1) * w].iter().copied()).collect()
+            rows.iter()
+                .flat_map(|&i| v[i * w..(i + 1) * w].iter().copied())
+                .collect()
         };
         let one = TransitionBatch {
             obs: pick(&batch.obs, od),
@@ -183,7 +185,8 @@ pub fn write_dataset(
     spec: &DatasetSpec,
 ) -> Result<(), DatasetError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(&dir.display().to_string(), e))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| DatasetError::io(&dir.display().to_string(), e))?;
     }
     match path.extension().and_then(|e| e.to_str()) {
         Some("parquet") => write_parquet(path, data, spec, DEFAULT_ROWS_PER_GROUP),

@@ -187,7 +187,6 @@ impl Dataset {
                 d.check_values(&part.file, Some(act))?;
             }
         }
-        self.spec.check_fits(&self.file, env, obs, act)?;
         self.spec.observation_space = Some(obs.clone());
         self.spec.action_space = Some(act.clone());
         Ok(())
@@ -216,9 +215,9 @@ impl Dataset {
 
     /// Chunk `i`: row group `k` of the Parquet file holding it, or a whole in-memory file.
     pub fn chunk(&self, i: usize) -> Result<Transitions, DatasetError> {
-        let (part, k) = self.locate(i).ok_or_else(|| {
-            DatasetError::corrupt(&self.file, None, format!("no chunk {i}"))
-        })?;
+        let (part, k) = self
+            .locate(i)
+            .ok_or_else(|| DatasetError::corrupt(&self.file, None, format!("no chunk {i}")))?;
         match &part.source {
             Source::Parquet(p) => {
                 let d = p.read_row_group(k)?;
@@ -247,7 +246,11 @@ impl Dataset {
 /// name); the order of the entries is kept. An entry that names nothing is an error.
 pub fn resolve_inputs(entries: &[String]) -> Result<Vec<PathBuf>, DatasetError> {
     let is_data = |p: &Path| {
-        p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("parquet" | "npz"))
+        p.is_file()
+            && matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("parquet" | "npz")
+            )
     };
     let mut out = Vec::new();
     for e in entries {

@@ -428,13 +428,23 @@ fn several_files_read_as_one_dataset_without_joining_episodes_across_files() {
     write_parquet(&pb, &b, &spec, 41).unwrap();
     // Every row's return within its own file, keyed by (episode, t, observation bits).
     let key = |d: &Transitions, i: usize| {
-        (d.eps_id[i], d.t[i], d.obs[i * 4..i * 4 + 4].iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+        (
+            d.eps_id[i],
+            d.t[i],
+            d.obs[i * 4..i * 4 + 4]
+                .iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<_>>(),
+        )
     };
     let mut want = std::collections::HashMap::new();
     for d in [&a, &b] {
         let r = discounted_returns(d, 0.9);
         for i in 0..d.len() {
-            assert!(want.insert(key(d, i), r[i]).is_none(), "rows must be distinguishable");
+            assert!(
+                want.insert(key(d, i), r[i]).is_none(),
+                "rows must be distinguishable"
+            );
         }
     }
     let ds = Dataset::open_all(&[pa.clone(), pb.clone()]).unwrap();
@@ -447,9 +457,15 @@ fn several_files_read_as_one_dataset_without_joining_episodes_across_files() {
         let bt = s.next_batch(16).unwrap();
         for k in 0..bt.data.len() {
             let kk = key(&bt.data, k);
-            let r = want.get(&kk).unwrap_or_else(|| panic!("row {kk:?} is in neither file"));
+            let r = want
+                .get(&kk)
+                .unwrap_or_else(|| panic!("row {kk:?} is in neither file"));
             // An episode ended by the first file is not continued by the second one's rows.
-            assert!((bt.returns[k] - r).abs() < 1e-4, "{kk:?}: {} vs {r}", bt.returns[k]);
+            assert!(
+                (bt.returns[k] - r).abs() < 1e-4,
+                "{kk:?}: {} vs {r}",
+                bt.returns[k]
+            );
             assert!(seen.insert(kk), "a row drawn twice within one pass");
         }
     }
@@ -457,7 +473,10 @@ fn several_files_read_as_one_dataset_without_joining_episodes_across_files() {
 
     // A directory is its data files by name; a glob matches by name; order is kept.
     let d = dir.to_str().unwrap().to_string();
-    assert_eq!(resolve_inputs(std::slice::from_ref(&d)).unwrap(), vec![pa.clone(), pb.clone()]);
+    assert_eq!(
+        resolve_inputs(std::slice::from_ref(&d)).unwrap(),
+        vec![pa.clone(), pb.clone()]
+    );
     let g = format!("{d}/*.parquet");
     assert_eq!(resolve_inputs(&[g]).unwrap(), vec![pa.clone(), pb.clone()]);
     let listed = resolve_inputs(&[pb.display().to_string(), pa.display().to_string()]).unwrap();
@@ -469,7 +488,10 @@ fn several_files_read_as_one_dataset_without_joining_episodes_across_files() {
     let pp = dir.join("pendulum.parquet");
     write_parquet(&pp, &p, &pspec, 100).unwrap();
     let e = err_of(Dataset::open_all(&[pa.clone(), pp.clone()]));
-    assert!(e.contains("pendulum.parquet") && e.contains("expert.parquet"), "{e}");
+    assert!(
+        e.contains("pendulum.parquet") && e.contains("expert.parquet"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

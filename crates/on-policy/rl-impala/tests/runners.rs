@@ -81,7 +81,12 @@ fn a_runner_that_panics_is_restarted_and_training_continues() {
     // so the 2 runners of 2 envs restart 2 to 4 times, then never again.
     let make = |run: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
         let inner = rl_envs::testing::training_env(run)?;
-        Ok(Box::new(FaultInjection::new(inner, Some(Fault::Panic), 20, true)))
+        Ok(Box::new(FaultInjection::new(
+            inner,
+            Some(Fault::Panic),
+            20,
+            true,
+        )))
     };
     let mut a = Impala::new(&run(""), &make, &Device::flex()).unwrap();
     // The panic comes early; its report may lag while the panic hook prints (backtraces are

@@ -249,7 +249,10 @@ impl RunnerSet {
             RunnerSet::Lockstep { .. } => (0, 0),
             RunnerSet::Threads {
                 transport, reports, ..
-            } => (transport.queue_len(), reports.restarts.load(Ordering::SeqCst)),
+            } => (
+                transport.queue_len(),
+                reports.restarts.load(Ordering::SeqCst),
+            ),
         }
     }
 

@@ -94,7 +94,12 @@ fn nan_observation_is_an_error_naming_the_env() {
     // Every env returns a NaN observation on its 5th step.
     let make_nan = |_: &RunConfig| -> Result<Box<dyn Env>, EnvError> {
         let inner = rl_envs::make("CartPole-v1", &Kwargs::new())?;
-        Ok(Box::new(FaultInjection::new(inner, Some(Fault::NanObservation), 5, true)))
+        Ok(Box::new(FaultInjection::new(
+            inner,
+            Some(Fault::NanObservation),
+            5,
+            true,
+        )))
     };
     let mut p = Ppo::new(&r, &make_nan, &Device::flex()).unwrap();
     let e = p.train().unwrap_err().to_string();
