@@ -72,7 +72,10 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 }
 
 /// Builds the algorithm named by `run.algorithm`.
+///
+/// Pins flex's kernel level first (`kernels`, else `RL_KERNELS`; see [`rl_core::kernels`]).
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+    rl_core::kernels::apply(run.kernels)?;
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
         "a2c" => Ok(Box::new(rl_a2c::A2c::new(run, &make_training_env, device)?)),
@@ -122,8 +125,11 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
 }
 
 /// Loads a checkpoint directory, whatever algorithm wrote it.
+///
+/// The run keeps the kernel level it was saved with (or `RL_KERNELS` when that was `auto`).
 pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     let ck = read_checkpoint(dir)?;
+    rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
     match ck.algorithm.as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
             dir,

@@ -149,6 +149,41 @@ fn bad_config_names_the_key() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The kernel level: a pinned one is reported in the summary (and saved), a bad
+/// `RL_KERNELS` is an error naming the variable.
+#[test]
+fn the_kernel_level_is_pinned_reported_and_checked() {
+    let d = tmp("kernels");
+    let cfg = write_config(&d);
+    let run_dir = d.join("run");
+    let j = run_ok(&[
+        "train",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "kernels=avx2",
+        "--set",
+        "total_timesteps=256",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(j["kernels"], "avx2", "{j}");
+    let saved = std::fs::read_to_string(run_dir.join("config.yaml")).unwrap();
+    assert!(saved.contains("kernels: avx2"), "{saved}");
+    let out = rl()
+        .args(["train", cfg.to_str().unwrap(), "--quiet"])
+        .env("RL_KERNELS", "avx1024")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("RL_KERNELS") && err.contains("avx1024"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn envs_and_check_env() {
     let out = rl().arg("envs").output().unwrap();

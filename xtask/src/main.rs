@@ -2,7 +2,8 @@
 //! - `bench [--quick] [--peer sb3]`: learning benchmarks (wall-clock, steps/s, rollout/update
 //!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
 //!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
-//! - `learn`: the `#[ignore]`d long learning tests, recorded in `docs/learning-results.md`.
+//! - `learn [--kernels avx2,avx512] [--ci] [--filter S]`: the learning tests (with the `#[ignore]`d
+//!   ones) per kernel level, merged into `docs/learning-results.md`.
 //! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
 //! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
 //! - `fuzz [--seconds N] [--target T] [--record]`: the cargo-fuzz targets of `fuzz/`.
@@ -479,32 +480,160 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-fn learn() -> Result<(), String> {
+/// `cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter NAME-SUBSTRING] [--jobs N]`: the
+/// learning tests (with the `#[ignore]`d ones unless `--ci`) once per kernel level
+/// (`RL_KERNELS`; default: AVX2, and AVX-512 where the CPU has it), merged into
+/// `docs/learning-results.md`: a test run now replaces its entry for that level, the others keep
+/// theirs (each says its date and commit). The test binaries are built once and run `--jobs`
+/// at a time (default: the CPU count), one test at a time each; logs in `target/learn/`.
+fn learn(
+    kernels: Option<&str>,
+    ci_only: bool,
+    filter: Option<&str>,
+    jobs: Option<usize>,
+) -> Result<(), String> {
     let r = root();
-    let out = Command::new("cargo")
+    let levels: Vec<String> = match kernels {
+        Some(list) => list.split(',').map(|l| l.trim().to_string()).collect(),
+        None => {
+            let mut v = vec!["avx2".to_string()];
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                v.push("avx512".into());
+            }
+            v
+        }
+    };
+    if let Some(bad) = levels
+        .iter()
+        .find(|l| !["avx2", "avx512"].contains(&l.as_str()))
+    {
+        return Err(format!("--kernels: {bad:?} is not avx2 or avx512"));
+    }
+    // Build once; each package's `learning` test binary runs in its package directory, as
+    // `cargo test` runs it.
+    let out = sh(Command::new("cargo")
         .args([
             "test",
             "--release",
             "--workspace",
             "--test",
             "learning",
-            "--",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads",
-            "1",
+            "--no-run",
+            "--message-format=json",
         ])
-        .current_dir(&r)
-        .output()
-        .map_err(|e| e.to_string())?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .current_dir(&r))?;
+    let mut bins: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(m) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if m["reason"] == "compiler-artifact"
+            && m["target"]["name"] == "learning"
+            && let (Some(exe), Some(manifest)) =
+                (m["executable"].as_str(), m["manifest_path"].as_str())
+        {
+            let dir = Path::new(manifest).parent().unwrap_or(&r).to_path_buf();
+            let name = dir
+                .file_name()
+                .map_or("?".into(), |n| n.to_string_lossy().into_owned());
+            bins.push((name, PathBuf::from(exe), dir));
+        }
+    }
+    if bins.is_empty() {
+        return Err("no learning test binaries were built".into());
+    }
+    let log_dir = r.join("target/learn");
+    std::fs::create_dir_all(&log_dir).map_err(|e| e.to_string())?;
+    let jobs_n = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let work: Vec<(String, String, PathBuf, PathBuf)> = levels
+        .iter()
+        .flat_map(|l| {
+            bins.iter()
+                .map(move |(n, exe, dir)| (l.clone(), n.clone(), exe.clone(), dir.clone()))
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs_n.min(work.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((level, name, exe, dir)) = work.get(i) else {
+                        break;
+                    };
+                    let log = log_dir.join(format!("{level}-{name}.log"));
+                    let mut cmd = Command::new(exe);
+                    if !ci_only {
+                        cmd.arg("--include-ignored");
+                    }
+                    cmd.args(["--nocapture", "--test-threads", "1"]);
+                    if let Some(f) = filter {
+                        cmd.arg(f);
+                    }
+                    println!(
+                        "xtask learn: RL_KERNELS={level} {name} (log: {})",
+                        log.display()
+                    );
+                    let res = std::fs::File::create(&log)
+                        .and_then(|f| {
+                            let e = f.try_clone()?;
+                            cmd.env("RL_KERNELS", level)
+                                .current_dir(dir)
+                                .stdout(f)
+                                .stderr(e)
+                                .status()
+                        })
+                        .map_err(|e| format!("{}: {e}", exe.display()));
+                    results
+                        .lock()
+                        .unwrap()
+                        .push((level.clone(), name.clone(), log, res));
+                }
+            });
+        }
+    });
+    let doc_path = r.join("docs/learning-results.md");
+    let mut doc = LearnDoc::parse(&std::fs::read_to_string(&doc_path).unwrap_or_default());
+    let stamp = format!("{}, {}", today(), git_commit());
+    let mut failed = Vec::new();
+    for (level, name, log, res) in results.into_inner().unwrap() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let entries = parse_learning_output(&text, &stamp);
+        for (test, block) in &entries {
+            if block[0].ends_with("**FAILED**") {
+                failed.push(format!("{test} ({level})"));
+            }
+            doc.set(&level, test, block.clone());
+        }
+        // A failing test is listed above; a binary that fails without one (it crashed) here.
+        let a_test_failed = entries.iter().any(|(_, b)| b[0].ends_with("**FAILED**"));
+        match res {
+            Ok(st) if st.success() || a_test_failed => {}
+            Ok(st) => failed.push(format!("{name} ({level}): {st}; see {}", log.display())),
+            Err(e) => failed.push(e),
+        }
+    }
+    std::fs::write(&doc_path, doc.render()).map_err(|e| e.to_string())?;
+    println!("{}", doc.render());
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "learning tests failed (recorded in docs/learning-results.md): {failed:?}"
+        ))
+    }
+}
+
+/// One entry per test in the output of `cargo test -- --nocapture`: its status line and the
+/// summary lines it printed ("<ALGO> <env> seed <s>: …").
+fn parse_learning_output(text: &str, stamp: &str) -> Vec<(String, Vec<String>)> {
     // With --nocapture a test's output follows "test NAME ... " on the same line and its status
     // ("ok"/"FAILED") comes on a line of its own (or at the end of the last output line).
-    let mut lines: Vec<String> = Vec::new();
+    let mut entries = Vec::new();
     let mut current: Option<(String, Vec<String>)> = None;
     for l in text.lines() {
         let mut rest = l;
@@ -526,29 +655,90 @@ fn learn() -> Result<(), String> {
             None
         };
         let body = t.trim_end_matches("FAILED").trim_end_matches("ok").trim();
-        // Learning tests print one summary line per run: "<ALGO> <env> seed <s>: …".
         if body.contains(" seed ") {
             out.push(body.to_string());
         }
         if let Some(st) = status {
-            lines.push(format!("- `{name}`: **{st}**"));
-            lines.extend(out.iter().map(|o| format!("  - {o}")));
+            let mut block = vec![format!("- `{name}` ({stamp}): **{st}**")];
+            block.extend(out.iter().map(|o| format!("  - {o}")));
+            entries.push((name.clone(), block));
             current = None;
         }
     }
-    let md = format!(
-        "# Learning results\n\nRecorded by `cargo xtask learn` on {} at commit {} (release build, this 2-core machine).\nEvaluation: mean return of 10 deterministic episodes on a separately seeded env.\n\n{}\n",
-        today(),
-        git_commit(),
-        lines.join("\n")
-    );
-    std::fs::create_dir_all(r.join("docs")).map_err(|e| e.to_string())?;
-    std::fs::write(r.join("docs/learning-results.md"), &md).map_err(|e| e.to_string())?;
-    println!("{md}");
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err("some learning tests failed (recorded in docs/learning-results.md)".into())
+    entries
+}
+
+/// `docs/learning-results.md`: one section per kernel level, one entry per test.
+struct LearnDoc {
+    sections: Vec<(String, Vec<(String, Vec<String>)>)>,
+}
+
+const LEARN_HEADER: &str = "# Learning results\n\nRecorded by `cargo xtask learn` (release build, a 2-core machine); each entry says its date\nand commit. Evaluation: mean return of 10 deterministic episodes on a separately seeded env.\nOne section per kernel level (`RL_KERNELS`, see `rl_core::kernels`): every CI learning test\nmust pass on both.\n";
+
+impl LearnDoc {
+    fn title(level: &str) -> String {
+        match level {
+            "avx2" => "## AVX2 kernels (`RL_KERNELS=avx2`)".into(),
+            "avx512" => "## AVX-512 kernels (`RL_KERNELS=avx512`)".into(),
+            other => format!("## `RL_KERNELS={other}`"),
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        let mut sections: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+        for l in text.lines() {
+            if let Some(level) = l
+                .strip_prefix("## ")
+                .and_then(|t| t.split("RL_KERNELS=").nth(1))
+                .map(|t| t.trim_end_matches(['`', ')']).to_string())
+            {
+                sections.push((level, Vec::new()));
+            } else if let Some((_, entries)) = sections.last_mut() {
+                if let Some(name) = l
+                    .strip_prefix("- `")
+                    .and_then(|t| t.split_once('`'))
+                    .map(|(n, _)| n.to_string())
+                {
+                    entries.push((name, vec![l.to_string()]));
+                } else if l.starts_with("  ")
+                    && let Some((_, block)) = entries.last_mut()
+                {
+                    block.push(l.to_string());
+                }
+            }
+        }
+        Self { sections }
+    }
+
+    fn set(&mut self, level: &str, name: &str, block: Vec<String>) {
+        if !self.sections.iter().any(|(l, _)| l == level) {
+            self.sections.push((level.to_string(), Vec::new()));
+            self.sections.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let (_, entries) = self.sections.iter_mut().find(|(l, _)| l == level).unwrap();
+        match entries.iter_mut().find(|(n, _)| n == name) {
+            Some(e) => e.1 = block,
+            None => {
+                entries.push((name.to_string(), block));
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::from(LEARN_HEADER);
+        for (level, entries) in &self.sections {
+            out.push('\n');
+            out.push_str(&Self::title(level));
+            out.push_str("\n\n");
+            for (_, block) in entries {
+                for l in block {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
     }
 }
 
@@ -822,7 +1012,18 @@ fn main() -> ExitCode {
                 .find(|w| w[0] == "--only")
                 .map(|w| w[1].as_str()),
         ),
-        Some("learn") => learn(),
+        Some("learn") => learn(
+            args.windows(2)
+                .find(|w| w[0] == "--kernels")
+                .map(|w| w[1].as_str()),
+            args.iter().any(|a| a == "--ci"),
+            args.windows(2)
+                .find(|w| w[0] == "--filter")
+                .map(|w| w[1].as_str()),
+            args.windows(2)
+                .find(|w| w[0] == "--jobs")
+                .and_then(|w| w[1].parse().ok()),
+        ),
         Some("same-build") => same_build(),
         Some("fuzz") => args
             .iter()
@@ -846,7 +1047,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter NAME-SUBSTRING] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -854,5 +1055,40 @@ fn main() -> ExitCode {
             eprintln!("xtask: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learning_results_merge_by_level_and_test() {
+        let out = "running 2 tests\ntest a_seed0 ... A seed 0: 500 at 10 steps\nok\ntest b_seed0 ... B seed 0: never\nFAILED\n";
+        let mut doc = LearnDoc::parse("");
+        for (n, b) in parse_learning_output(out, "2026-12-01, abc") {
+            doc.set("avx2", &n, b);
+        }
+        doc.set(
+            "avx512",
+            "a_seed0",
+            vec!["- `a_seed0` (old, def): **ok**".into()],
+        );
+        let text = doc.render();
+        assert!(text.contains("## AVX2 kernels (`RL_KERNELS=avx2`)\n\n- `a_seed0` (2026-12-01, abc): **ok**\n  - A seed 0: 500 at 10 steps\n- `b_seed0` (2026-12-01, abc): **FAILED**\n  - B seed 0: never\n"), "{text}");
+        // Read back and updated: one entry replaced, the rest kept.
+        let mut back = LearnDoc::parse(&text);
+        assert_eq!(back.render(), text);
+        back.set(
+            "avx2",
+            "b_seed0",
+            vec!["- `b_seed0` (new, ghi): **ok**".into()],
+        );
+        let t2 = back.render();
+        assert!(
+            t2.contains("- `b_seed0` (new, ghi): **ok**\n") && !t2.contains("never"),
+            "{t2}"
+        );
+        assert!(t2.contains("## AVX-512 kernels (`RL_KERNELS=avx512`)\n\n- `a_seed0` (old, def)"));
     }
 }

@@ -24,6 +24,9 @@ pub enum RlError {
     /// A configuration value is invalid.
     #[error("config: {0}")]
     Config(String),
+    /// The kernel level asked for (`kernels`, `RL_KERNELS`) is unknown or beyond this CPU.
+    #[error(transparent)]
+    Kernels(#[from] crate::kernels::KernelError),
     /// A loss or metric became NaN or infinite.
     #[error("training diverged at step {step}: metric {metric} is {value}")]
     NonFinite {

@@ -107,6 +107,10 @@ pub struct RunConfig {
     /// `flex`, `wgpu[:N]` or `cuda[:N]`.
     #[serde(default = "flex")]
     pub device: String,
+    /// flex's CPU kernel level: `auto` (the CPU's best, or `RL_KERNELS`), `avx2` or `avx512`
+    /// (see [`crate::kernels`]).
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub kernels: crate::kernels::KernelLevel,
     /// Evaluate every this many env steps (0: only at the end).
     #[serde(default)]
     pub eval_freq: u64,
@@ -144,6 +148,9 @@ fn ten() -> usize {
 }
 fn flex() -> String {
     "flex".into()
+}
+fn is_auto(k: &crate::kernels::KernelLevel) -> bool {
+    *k == crate::kernels::KernelLevel::Auto
 }
 
 impl RunConfig {
@@ -258,6 +265,25 @@ mod tests {
             let e = RunConfig::from_yaml(&y, &[], "t").unwrap_err();
             assert!(e.contains("offline_data.input"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_kernel_level_is_a_checked_key_saved_only_when_pinned() {
+        use crate::kernels::KernelLevel;
+        let c = RunConfig::from_yaml(BASE, &["kernels=avx2".into()], "t").unwrap();
+        assert_eq!(c.kernels, KernelLevel::Avx2);
+        let saved = crate::runner::config_yaml(&c).unwrap();
+        assert!(saved.contains("kernels: avx2"), "{saved}");
+        assert_eq!(RunConfig::from_yaml(&saved, &[], "t").unwrap(), c);
+        let auto = RunConfig::from_yaml(BASE, &[], "t").unwrap();
+        assert_eq!(auto.kernels, KernelLevel::Auto);
+        assert!(
+            !crate::runner::config_yaml(&auto)
+                .unwrap()
+                .contains("kernels")
+        );
+        let e = RunConfig::from_yaml(&format!("{BASE}kernels: avx1024\n"), &[], "t").unwrap_err();
+        assert!(e.contains("kernels") && e.contains("avx512"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod distributions;
 pub mod env;
 #[cfg(feature = "flex")]
 pub mod fast_ops;
+pub mod kernels;
 pub mod logger;
 pub mod losses;
 pub mod nn;

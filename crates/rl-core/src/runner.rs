@@ -33,6 +33,8 @@ pub struct RunSummary {
     pub run_dir: String,
     /// The final checkpoint.
     pub checkpoint: String,
+    /// The CPU kernel level flex ran at ([`crate::kernels::active`]).
+    pub kernels: crate::kernels::KernelLevel,
 }
 
 /// The run config as the YAML `rl train` saves in the run directory (`config.yaml`); it
@@ -197,6 +199,7 @@ pub fn run_training_until(
         },
         run_dir: run_dir.display().to_string(),
         checkpoint: ckpt.display().to_string(),
+        kernels: crate::kernels::active(),
     })
 }
 

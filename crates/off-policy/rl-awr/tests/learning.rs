@@ -1,4 +1,5 @@
-//! Learning tests (release mode, seed 0, in CI).
+//! Learning tests (release mode). CI runs the seed-0 tests; seeds 1 and 2 are `#[ignore]`d and
+//! run by `cargo xtask learn`.
 
 use rl_awr::Awr;
 use rl_core::burn::tensor::Device;
@@ -8,12 +9,12 @@ use rl_envs::testing;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn within(name: &str, every: u64, threshold: f64, label: &str) {
-    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &["seed=0".into()]);
+fn within(name: &str, seed: u64, every: u64, threshold: f64, label: &str) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &[format!("seed={seed}")]);
     let mut awr = Awr::new(&run, &testing::training_env, &Device::flex()).unwrap();
     let (hit, evals) = testing::first_reaching(&mut awr, &run, every, threshold);
     println!(
-        "{label} seed 0: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
+        "{label} seed {seed}: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
         run.total_timesteps
     );
     assert!(
@@ -23,12 +24,44 @@ fn within(name: &str, every: u64, threshold: f64, label: &str) {
     );
 }
 
+fn cartpole(seed: u64) {
+    within("awr_cartpole.yaml", seed, 4_096, 475.0, "AWR CartPole-v1");
+}
+
+fn pendulum(seed: u64) {
+    within("awr_pendulum.yaml", seed, 8_192, -300.0, "AWR Pendulum-v1");
+}
+
 #[test]
 fn awr_cartpole_seed0_within_100k() {
-    within("awr_cartpole.yaml", 4_096, 475.0, "AWR CartPole-v1");
+    cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn awr_cartpole_seed1_within_100k() {
+    cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn awr_cartpole_seed2_within_100k() {
+    cartpole(2);
 }
 
 #[test]
 fn awr_pendulum_seed0_within_200k() {
-    within("awr_pendulum.yaml", 8_192, -300.0, "AWR Pendulum-v1");
+    pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn awr_pendulum_seed1_within_200k() {
+    pendulum(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn awr_pendulum_seed2_within_200k() {
+    pendulum(2);
 }

@@ -1,5 +1,5 @@
-//! Learning tests (release mode). CI runs the seed-0 tests; the others are `#[ignore]`d and
-//! run by `cargo xtask learn`.
+//! Learning tests (release mode). CI runs the seed-0 tests and DQN's seed 1; the other seed-1
+//! and seed-2 tests are `#[ignore]`d and run by `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
 use rl_dqn::Dqn;
@@ -37,33 +37,48 @@ fn within(name: &str, seed: u64, every: u64, threshold: f64, label: &str) {
     );
 }
 
+fn cartpole(seed: u64) {
+    within("dqn_cartpole.yaml", seed, 2_000, 475.0, "DQN CartPole-v1");
+}
+
+fn rainbow_cartpole(seed: u64) {
+    at(
+        "dqn_rainbow_cartpole.yaml",
+        seed,
+        450.0,
+        "Rainbow DQN CartPole-v1",
+    );
+}
+
 #[test]
 fn dqn_cartpole_seed0_within_50k() {
-    within("dqn_cartpole.yaml", 0, 2_000, 475.0, "DQN CartPole-v1");
+    cartpole(0);
 }
 
 #[test]
 fn dqn_cartpole_seed1_within_50k() {
-    within("dqn_cartpole.yaml", 1, 2_000, 475.0, "DQN CartPole-v1");
+    cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_cartpole_seed2_within_50k() {
+    cartpole(2);
 }
 
 #[test]
 fn rainbow_cartpole_seed0_at_100k() {
-    at(
-        "dqn_rainbow_cartpole.yaml",
-        0,
-        450.0,
-        "Rainbow DQN CartPole-v1",
-    );
+    rainbow_cartpole(0);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn rainbow_cartpole_seed1_at_100k() {
-    at(
-        "dqn_rainbow_cartpole.yaml",
-        1,
-        450.0,
-        "Rainbow DQN CartPole-v1",
-    );
+    rainbow_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn rainbow_cartpole_seed2_at_100k() {
+    rainbow_cartpole(2);
 }

@@ -36,11 +36,33 @@ fn sac_pendulum_seed1_at_20k() {
 }
 
 #[test]
-fn discrete_sac_cartpole_seed0_within_100k() {
-    let (mut sac, run) = agent("sac_discrete_cartpole.yaml", 0);
+#[ignore = "long: run by cargo xtask learn"]
+fn sac_pendulum_seed2_at_20k() {
+    pendulum(2);
+}
+
+fn discrete_cartpole(seed: u64) {
+    let (mut sac, run) = agent("sac_discrete_cartpole.yaml", seed);
     let (hit, evals) = testing::first_reaching(&mut sac, &run, 5_000, 400.0);
     println!(
-        "Discrete SAC CartPole-v1 seed 0: first eval >= 400 at {hit:?} (budget 100000); evaluations {evals:?}"
+        "Discrete SAC CartPole-v1 seed {seed}: first eval >= 400 at {hit:?} (budget 100000); evaluations {evals:?}"
     );
     assert!(hit.is_some(), "never reached 400 within 100k: {evals:?}");
+}
+
+#[test]
+fn discrete_sac_cartpole_seed0_within_100k() {
+    discrete_cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn discrete_sac_cartpole_seed1_within_100k() {
+    discrete_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn discrete_sac_cartpole_seed2_within_100k() {
+    discrete_cartpole(2);
 }

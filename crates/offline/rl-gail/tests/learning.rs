@@ -1,6 +1,6 @@
 //! Learning tests (release mode): GAIL on CartPole-v1 from 10 expert episodes of the project's
-//! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC; CI runs seed 0, `cargo
-//! xtask learn` the other seeds.
+//! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC (the same expert data for
+//! every seed); CI runs seed 0, `cargo xtask learn` the other seeds (`#[ignore]`d).
 
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;
@@ -46,15 +46,31 @@ fn within(name: &str, seed: u64, expert: PathBuf, threshold: f64, label: &str) {
     assert!(hit.is_some(), "never reached {threshold}: {evals:?}");
 }
 
-#[test]
-fn gail_cartpole_10_expert_episodes_seed0_within_300k() {
+fn gail_cartpole(seed: u64) {
     within(
         "gail_cartpole.yaml",
-        0,
+        seed,
         cartpole_expert(),
         450.0,
         "GAIL CartPole-v1",
     );
+}
+
+#[test]
+fn gail_cartpole_10_expert_episodes_seed0_within_300k() {
+    gail_cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn gail_cartpole_10_expert_episodes_seed1_within_300k() {
+    gail_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn gail_cartpole_10_expert_episodes_seed2_within_300k() {
+    gail_cartpole(2);
 }
 
 fn airl_pendulum(seed: u64) {

@@ -55,12 +55,28 @@ fn ppo_cartpole_seed2_at_100k() {
 }
 
 /// rl-zoo's settings with gSDE; evaluations every 8,192 steps (2 rollouts of 4 × 1,024).
-#[test]
-fn ppo_pendulum_seed0_within_200k() {
-    let (hit, evals) = first_reaching("ppo_pendulum.yaml", 0, 8192, -250.0);
-    println!("PPO Pendulum-v1 seed 0 evaluations: {evals:?}");
+fn pendulum(seed: u64) {
+    let (hit, evals) = first_reaching("ppo_pendulum.yaml", seed, 8192, -250.0);
+    println!("PPO Pendulum-v1 seed {seed} evaluations: {evals:?}");
     assert!(
         hit.is_some_and(|s| s <= 200_000),
         "never reached -250 within 200k: {evals:?}"
     );
+}
+
+#[test]
+fn ppo_pendulum_seed0_within_200k() {
+    pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_pendulum_seed1_within_200k() {
+    pendulum(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_pendulum_seed2_within_200k() {
+    pendulum(2);
 }

@@ -1,6 +1,7 @@
-//! Learning tests (run in release mode, all three in CI, about 1.5 min together):
-//! CartPoleNoVel-v1 and PendulumNoVel-v1 with rl-zoo's settings, seed 0, and the POMDP
-//! control (plain PPO with the same settings and no LSTM, same budget and seed).
+//! Learning tests (run in release mode; the three seed-0 tests in CI, about 1.5 min together):
+//! CartPoleNoVel-v1 and PendulumNoVel-v1 with rl-zoo's settings, and the POMDP control (plain
+//! PPO with the same settings and no LSTM, same budget and seed). Seeds 1 and 2 are
+//! `#[ignore]`d and run by `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
@@ -40,12 +41,26 @@ fn recurrent_ppo_cartpole_novel_seed0_within_200k() {
 }
 
 #[test]
-fn recurrent_ppo_pendulum_novel_seed0_within_300k() {
-    let (mut alg, run) = agent("recurrent_ppo_pendulum_novel.yaml", &[]);
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_cartpole_novel_seed1_within_200k() {
+    cartpole_novel(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_cartpole_novel_seed2_within_200k() {
+    cartpole_novel(2);
+}
+
+fn pendulum_novel(seed: u64) {
+    let (mut alg, run) = agent(
+        "recurrent_ppo_pendulum_novel.yaml",
+        &[format!("seed={seed}")],
+    );
     // Evaluations every 12,288 steps (3 rollouts of 4 × 1,024), ≤ 300k / 20.
     let (hit, evals) = testing::first_reaching(&mut alg, &run, 12_288, -400.0);
     println!(
-        "Recurrent PPO PendulumNoVel-v1 seed 0: first eval >= -400 at {hit:?} (budget 300000); evaluations {evals:?}"
+        "Recurrent PPO PendulumNoVel-v1 seed {seed}: first eval >= -400 at {hit:?} (budget 300000); evaluations {evals:?}"
     );
     assert!(
         hit.is_some_and(|s| s <= 300_000),
@@ -53,12 +68,28 @@ fn recurrent_ppo_pendulum_novel_seed0_within_300k() {
     );
 }
 
+#[test]
+fn recurrent_ppo_pendulum_novel_seed0_within_300k() {
+    pendulum_novel(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_pendulum_novel_seed1_within_300k() {
+    pendulum_novel(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_pendulum_novel_seed2_within_300k() {
+    pendulum_novel(2);
+}
+
 /// The POMDP control: plain PPO (the same settings, no LSTM) on CartPoleNoVel with the same
 /// budget (200k, the policy at exactly that many steps) and seed must score at least 150 less
 /// than Recurrent PPO.
-#[test]
-fn pomdp_control_recurrent_beats_plain_ppo_at_200k() {
-    let sets = ["seed=0".to_string()];
+fn pomdp_control(seed: u64) {
+    let sets = [format!("seed={seed}")];
     let (mut rec, run) = agent("recurrent_ppo_cartpole_novel.yaml", &sets);
     let (r_rec, steps) = testing::return_at(&mut rec, &run);
     let mut ppo_run = run.clone();
@@ -69,7 +100,7 @@ fn pomdp_control_recurrent_beats_plain_ppo_at_200k() {
     let mut ppo = rl_ppo::Ppo::new(&ppo_run, &testing::training_env, &Device::flex()).unwrap();
     let (r_ppo, ppo_steps) = testing::return_at(&mut ppo, &ppo_run);
     println!(
-        "POMDP control CartPoleNoVel-v1 seed 0: Recurrent PPO {r_rec} at {steps} steps, plain PPO {r_ppo} at {ppo_steps} steps, difference {}",
+        "POMDP control CartPoleNoVel-v1 seed {seed}: Recurrent PPO {r_rec} at {steps} steps, plain PPO {r_ppo} at {ppo_steps} steps, difference {}",
         r_rec - r_ppo
     );
     assert_eq!(steps, ppo_steps);
@@ -77,4 +108,21 @@ fn pomdp_control_recurrent_beats_plain_ppo_at_200k() {
         r_rec - r_ppo >= 150.0,
         "recurrent {r_rec} vs plain {r_ppo}: difference below 150"
     );
+}
+
+#[test]
+fn pomdp_control_recurrent_beats_plain_ppo_at_200k() {
+    pomdp_control(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn pomdp_control_recurrent_beats_plain_ppo_at_200k_seed1() {
+    pomdp_control(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn pomdp_control_recurrent_beats_plain_ppo_at_200k_seed2() {
+    pomdp_control(2);
 }

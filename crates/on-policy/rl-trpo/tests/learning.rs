@@ -1,6 +1,6 @@
 //! Learning tests (run in release mode): CI runs both seed-0 tests (a few seconds each;
-//! Pendulum with rl-zoo's gSDE settings);
-//! seed 1 on CartPole is `#[ignore]`d and run by `cargo xtask learn`.
+//! Pendulum with rl-zoo's gSDE settings); seeds 1 and 2 are `#[ignore]`d and run by
+//! `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
@@ -37,15 +37,37 @@ fn trpo_cartpole_seed1_at_100k() {
 }
 
 #[test]
-fn trpo_pendulum_seed0_within_200k() {
-    let (mut trpo, run) = agent("trpo_pendulum.yaml", 0);
+#[ignore = "long: run by cargo xtask learn"]
+fn trpo_cartpole_seed2_at_100k() {
+    cartpole(2);
+}
+
+fn pendulum(seed: u64) {
+    let (mut trpo, run) = agent("trpo_pendulum.yaml", seed);
     // Evaluations every 8,192 steps (4 rollouts of 2 × 1,024), ≤ 200k / 20.
     let (hit, evals) = testing::first_reaching(&mut trpo, &run, 8192, -250.0);
     println!(
-        "TRPO Pendulum-v1 seed 0: first eval >= -250 at {hit:?} (budget 200000); evaluations {evals:?}"
+        "TRPO Pendulum-v1 seed {seed}: first eval >= -250 at {hit:?} (budget 200000); evaluations {evals:?}"
     );
     assert!(
         hit.is_some_and(|s| s <= 200_000),
         "never reached -250 within 200k: {evals:?}"
     );
+}
+
+#[test]
+fn trpo_pendulum_seed0_within_200k() {
+    pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn trpo_pendulum_seed1_within_200k() {
+    pendulum(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn trpo_pendulum_seed2_within_200k() {
+    pendulum(2);
 }
