@@ -485,7 +485,7 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
 /// (`RL_KERNELS`; default: AVX2, and AVX-512 where the CPU has it), merged into
 /// `docs/learning-results.md`: a test run now replaces its entry for that level, the others keep
 /// theirs (each says its date and commit). The test binaries are built once and run `--jobs`
-/// at a time (default: the CPU count), one test at a time each; logs in `target/learn/`.
+/// at a time (default: the CPU count), one test at a time each; logs in `target/learn/<run>/`.
 fn learn(
     kernels: Option<&str>,
     ci_only: bool,
@@ -543,7 +543,14 @@ fn learn(
     if bins.is_empty() {
         return Err("no learning test binaries were built".into());
     }
-    let log_dir = r.join("target/learn");
+    // A directory per run: two runs at once must not write each other's logs.
+    let log_dir = r.join("target/learn").join(format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&log_dir).map_err(|e| e.to_string())?;
     let jobs_n = jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
