@@ -173,14 +173,12 @@ pub fn apply(config: KernelLevel) -> Result<KernelLevel, KernelError> {
 pub fn active() -> KernelLevel {
     #[cfg(feature = "flex")]
     {
+        // The widest level under the cap that the CPU runs (the caps of `cap()`, not a copy).
         let cap = macerator::x86_level_cap().unwrap_or(u8::MAX);
-        if cap >= 4 && cpu_supports(KernelLevel::Avx512) {
-            KernelLevel::Avx512
-        } else if cap >= 3 && cpu_supports(KernelLevel::Avx2) {
-            KernelLevel::Avx2
-        } else {
-            KernelLevel::Auto
-        }
+        [KernelLevel::Avx512, KernelLevel::Avx2]
+            .into_iter()
+            .find(|l| l.cap().is_some_and(|c| c <= cap) && cpu_supports(*l))
+            .unwrap_or(KernelLevel::Auto)
     }
     #[cfg(not(feature = "flex"))]
     {
