@@ -2,7 +2,7 @@
 //! - `bench [--quick] [--peer sb3]`: learning benchmarks (wall-clock, steps/s, rollout/update
 //!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
 //!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
-//! - `learn [--kernels avx2,avx512] [--ci] [--filter S]`: the learning tests (with the `#[ignore]`d
+//! - `learn [--kernels avx2,avx512] [--ci] [--filter S1,S2]`: the learning tests (with the `#[ignore]`d
 //!   ones) per kernel level, merged into `docs/learning-results.md`.
 //! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
 //! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
@@ -480,11 +480,12 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter NAME-SUBSTRING] [--jobs N]`: the
+/// `cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,…] [--jobs N]`: the
 /// learning tests (with the `#[ignore]`d ones unless `--ci`) once per kernel level
 /// (`RL_KERNELS`; default: AVX2, and AVX-512 where the CPU has it), merged into
 /// `docs/learning-results.md`: a test run now replaces its entry for that level, the others keep
-/// theirs (each says its date and commit). The test binaries are built once and run `--jobs`
+/// theirs (each says its date and commit). `--filter` takes name substrings, comma-separated (a
+/// test runs when any matches). The test binaries are built once and run `--jobs`
 /// at a time (default: the CPU count), one test at a time each; logs in `target/learn/<run>/`.
 fn learn(
     kernels: Option<&str>,
@@ -578,8 +579,9 @@ fn learn(
                         cmd.arg("--include-ignored");
                     }
                     cmd.args(["--nocapture", "--test-threads", "1"]);
+                    // A comma list is several libtest filters: a test runs if any matches.
                     if let Some(f) = filter {
-                        cmd.arg(f);
+                        cmd.args(f.split(',').map(str::trim).filter(|f| !f.is_empty()));
                     }
                     println!(
                         "xtask learn: RL_KERNELS={level} {name} (log: {})",
@@ -1054,7 +1056,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter NAME-SUBSTRING] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
