@@ -20,6 +20,9 @@ pub struct ArsConfig {
     /// Directions kept for the update (the best by `max(r₊, r₋)`; V1/V2 without -t: all).
     #[serde(alias = "n_top")]
     pub n_top_directions: usize,
+    /// Episodes per perturbation, their mean return its score (sb3-contrib's name; both signs
+    /// of a direction see the same starts).
+    pub n_eval_episodes: usize,
     /// Worker threads, one env each.
     #[serde(alias = "num_actors", alias = "num_env_runners")]
     pub num_workers: usize,
@@ -49,6 +52,7 @@ impl Default for ArsConfig {
             noise_std: 0.03,
             n_directions: 60,
             n_top_directions: 20,
+            n_eval_episodes: 1,
             num_workers: 8,
             normalize_obs: true,
             policy: PolicyArch::Linear,
@@ -91,6 +95,9 @@ impl AlgoConfig for ArsConfig {
         }
         if self.n_top_directions == 0 || self.n_top_directions > self.n_directions {
             return err("n_top_directions", "must be in 1..=n_directions");
+        }
+        if self.n_eval_episodes == 0 {
+            return err("n_eval_episodes", "must be at least 1");
         }
         if self.num_workers == 0 {
             return err("num_workers", "must be at least 1");

@@ -1,6 +1,6 @@
 //! rl-ars: Augmented Random Search (Mania et al. 2018, V2-t). Each iteration samples
 //! `n_directions` perturbations δ from the shared noise table, evaluates `θ + νδ` and `θ − νδ`
-//! (one episode each, both on the same env seed) on the worker pool, keeps the
+//! (the mean of `n_eval_episodes` episodes each, both signs on the same env seeds) on the worker pool, keeps the
 //! `n_top_directions` best by `max(r₊, r₋)` and steps
 //! `θ ← θ + α / (b σ_R) Σ (r₊ − r₋) δ`, `σ_R` the standard deviation of the kept returns.
 //! Observations are normalized by the statistics of every earlier iteration (V2).
@@ -86,7 +86,7 @@ impl Algorithm for Ars {
         let offsets = self.core.sample_offsets(c.n_directions);
         let r = self
             .core
-            .evaluate_perturbations(&offsets, c.noise_std, true)?;
+            .evaluate_perturbations(&offsets, c.noise_std, true, c.n_eval_episodes)?;
         let top = top_directions(&r.pos, &r.neg, c.n_top_directions);
         let kept: Vec<f64> = top.iter().flat_map(|&k| [r.pos[k], r.neg[k]]).collect();
         let kept_offsets: Vec<usize> = top.iter().map(|&k| offsets[k]).collect();

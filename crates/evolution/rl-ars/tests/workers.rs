@@ -7,8 +7,12 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
 
 fn run(env: &str, workers: usize) -> RunConfig {
+    run_with(env, workers, 1)
+}
+
+fn run_with(env: &str, workers: usize, n_eval_episodes: usize) -> RunConfig {
     let y = format!(
-        "algorithm: ars\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 5\nalgo_kwargs:\n  n_directions: 6\n  n_top_directions: 3\n  num_workers: {workers}\n  noise_table_size: 100000\n"
+        "algorithm: ars\nenv_id: {env}\ntotal_timesteps: 100000\nseed: 5\nalgo_kwargs:\n  n_directions: 6\n  n_top_directions: 3\n  num_workers: {workers}\n  noise_table_size: 100000\n  n_eval_episodes: {n_eval_episodes}\n"
     );
     RunConfig::from_yaml(&y, &[], "test").unwrap()
 }
@@ -31,6 +35,27 @@ fn reproducible_with_any_worker_count() {
             "{env}: the linear policy moved"
         );
     }
+}
+
+#[test]
+fn several_episodes_per_direction() {
+    // Pendulum's episodes are 200 steps: 6 directions × 2 signs × 3 episodes per iteration.
+    let r = run_with("Pendulum-v1", 2, 3);
+    let mut a = Ars::new(&r, &rl_envs::testing::training_env, &Device::flex()).unwrap();
+    let m = a.train().unwrap();
+    assert_eq!(m["perf/episodes"], 36.0);
+    assert_eq!(a.num_timesteps(), 36 * 200);
+    // Any worker count, the same update; and a different one from one episode per direction.
+    let three = params_after(&r, 2);
+    assert_eq!(three, params_after(&run_with("Pendulum-v1", 4, 3), 2));
+    assert_ne!(three, params_after(&run_with("Pendulum-v1", 2, 1), 2));
+    let bad = "algorithm: ars\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs: {n_eval_episodes: 0}\n";
+    let bad = RunConfig::from_yaml(bad, &[], "test.yaml").unwrap();
+    let e = Ars::new(&bad, &rl_envs::testing::training_env, &Device::flex())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("n_eval_episodes"), "{e}");
 }
 
 #[test]

@@ -132,7 +132,7 @@ impl Algorithm for Es {
         let offsets = self.core.sample_offsets(k);
         let r = self
             .core
-            .evaluate_perturbations(&offsets, c.noise_std, c.antithetic)?;
+            .evaluate_perturbations(&offsets, c.noise_std, c.antithetic, 1)?;
         let w = es_weights(&r.pos, &r.neg, c.reward_shaping);
         let g = self.core.weighted_noise(&offsets, &w);
         // Ascend the fitness: Adam minimizes −g, plus weight decay.

@@ -150,37 +150,47 @@ impl EvolutionCore {
             .collect()
     }
 
-    /// Evaluates `θ ± σ ε_k` for each offset (only `+` unless `antithetic`), one episode
-    /// each, pair `k` on env seed `base + k` for both signs; merges the observation
-    /// statistics afterwards and counts the steps.
+    /// Evaluates `θ ± σ ε_k` for each offset (only `+` unless `antithetic`) over `episodes`
+    /// episodes each (sb3-contrib's `n_eval_episodes`; the returns are their mean), episode `j`
+    /// of pair `k` on env seed `base + k·episodes + j` for both signs, so the two signs of a pair
+    /// meet the same starts; merges the observation statistics afterwards and counts the steps.
     pub fn evaluate_perturbations(
         &mut self,
         offsets: &[usize],
         sigma: f64,
         antithetic: bool,
+        episodes: usize,
     ) -> Result<PairReturns, RlError> {
         let base = self.rng.next_seed() >> 16;
         let signs = if antithetic { 2 } else { 1 };
+        let per = episodes.max(1);
         let (theta, noise, dim) = (&self.params, &self.noise, self.params.len());
+        // Task i: candidate i / per (pair k, sign), its episode i % per.
         let task = |i: usize| {
-            let (k, neg) = (i / signs, i % signs == 1);
+            let (c, j) = (i / per, i % per);
+            let (k, neg) = (c / signs, c % signs == 1);
             let eps = noise.slice(offsets[k], dim);
             let s = if neg { -sigma } else { sigma } as f32;
             let p: Vec<f32> = theta.iter().zip(eps).map(|(t, e)| t + s * e).collect();
-            (p, base.wrapping_add(k as u64))
+            (p, base.wrapping_add((k * per + j) as u64))
         };
-        let episodes = self.pool.run(offsets.len() * signs, &self.stats, &task)?;
+        let episodes = self
+            .pool
+            .run(offsets.len() * signs * per, &self.stats, &task)?;
         let mut out = PairReturns {
             pos: Vec::with_capacity(offsets.len()),
             neg: Vec::with_capacity(offsets.len()),
             episodes: Vec::new(),
         };
-        for (i, ep) in episodes.iter().enumerate() {
-            if i % signs == 1 {
-                out.neg.push(ep.ret);
+        for (c, eps) in episodes.chunks(per).enumerate() {
+            let mean = eps.iter().map(|e| e.ret).sum::<f64>() / per as f64;
+            if c % signs == 1 {
+                out.neg.push(mean);
             } else {
-                out.pos.push(ep.ret);
+                out.pos.push(mean);
             }
+        }
+        for ep in &episodes {
             self.num_timesteps += ep.len as u64;
             self.stats.merge(&ep.obs_sum, &ep.obs_sq, ep.len as f64);
         }
