@@ -6,6 +6,7 @@
 //!   ones) per kernel level, merged into `docs/learning-results.md`.
 //! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
 //! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
+//! - `same-numbers [--record]`: short runs of every algorithm hash to the recorded tensors.
 //! - `fuzz [--seconds N] [--target T] [--record]`: the cargo-fuzz targets of `fuzz/`.
 
 use serde_json::{Value, json};
@@ -886,6 +887,48 @@ fn same_build() -> Result<(), String> {
     }
 }
 
+/// `cargo xtask same-numbers [--record]`: `tests/same_numbers.rs` (a short run of every
+/// algorithm, its checkpoint's tensors hashed) at each kernel level the CPU has, checked against
+/// `tests/data/same-numbers.json`, or with `--record` written there. Run it before and after a
+/// change that must not move any number.
+fn same_numbers(record: bool) -> Result<(), String> {
+    let r = root();
+    let mut levels = vec!["avx2"];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        levels.push("avx512");
+    }
+    for level in levels {
+        let mut cmd = Command::new("cargo");
+        cmd.args([
+            "test",
+            "--release",
+            "--test",
+            "same_numbers",
+            "--",
+            "--include-ignored",
+        ])
+        .env("RL_KERNELS", level)
+        .current_dir(&r);
+        if record {
+            cmd.env("RL_SAME_NUMBERS", "record");
+        }
+        let st = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+        if !st.success() {
+            return Err(format!("same-numbers at {level}: {st}"));
+        }
+        println!(
+            "same-numbers: {level} {}",
+            if record {
+                "recorded"
+            } else {
+                "matches the record"
+            }
+        );
+    }
+    Ok(())
+}
+
 /// The fuzz targets of `fuzz/` (each with a committed seed corpus `fuzz/corpus/<target>`).
 const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz"];
 
@@ -1034,6 +1077,7 @@ fn main() -> ExitCode {
                 .and_then(|w| w[1].parse().ok()),
         ),
         Some("same-build") => same_build(),
+        Some("same-numbers") => same_numbers(args.iter().any(|a| a == "--record")),
         Some("fuzz") => args
             .iter()
             .position(|a| a == "--seconds")
@@ -1056,7 +1100,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
