@@ -30,7 +30,7 @@ pub use rl_trpo as trpo;
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::read_checkpoint;
-use rl_core::config::RunConfig;
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
@@ -54,16 +54,9 @@ pub const ALGORITHMS: &[&str] = &[
     "gail",
 ];
 
-fn gamma_of(run: &RunConfig) -> f64 {
-    run.algo_kwargs
-        .get("gamma")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.99)
-}
-
 /// A training env for `run` (registry env + episode statistics + normalization).
 pub fn make_training_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
-    rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, gamma_of(run))
+    rl_envs::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, run.discount())
 }
 
 /// An evaluation env for `run` (true rewards; observation statistics come from training).
@@ -117,9 +110,9 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             &make_training_env,
             device,
         )?)),
-        other => Err(RlError::Config(format!(
-            "algorithm: unknown {other:?}; available: {}",
-            ALGORITHMS.join(", ")
+        other => Err(RlError::Config(ConfigError::new(
+            "algorithm",
+            format!("unknown {other:?}; available: {}", ALGORITHMS.join(", ")),
         ))),
     }
 }
@@ -203,9 +196,9 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
             &make_training_env,
             device,
         )?)),
-        other => Err(RlError::Config(format!(
-            "{}: checkpoint of unknown algorithm {other:?}",
-            dir.display()
+        other => Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            format!("checkpoint of unknown algorithm {other:?}"),
         ))),
     }
 }
@@ -235,16 +228,19 @@ pub fn replay_dataset(
             .replay()
             .chronological(),
         other => {
-            return Err(RlError::Config(format!(
-                "{}: a {other} checkpoint; --replay reads the replay buffer of a sac or dqn checkpoint",
-                dir.display()
+            return Err(RlError::Config(ConfigError::new(
+                dir.display().to_string(),
+                format!(
+                    "a {other} checkpoint; --replay reads the replay buffer of a sac or dqn checkpoint"
+                ),
             )));
         }
     };
     if replay.is_empty() {
-        return Err(RlError::Config(format!(
-            "{}: the checkpoint holds no replay buffer; train with algo_kwargs.store_buffer_in_checkpoints: true",
-            dir.display()
+        return Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            "the checkpoint holds no replay buffer; train with \
+             algo_kwargs.store_buffer_in_checkpoints: true",
         )));
     }
     let act_dim = act_space.raw_dim();
@@ -290,12 +286,12 @@ pub fn check_config(run: &RunConfig) -> Result<(), RlError> {
         "marwil" => rl_marwil::MarwilConfig::from_kwargs(kw).map(drop),
         "cql" => rl_cql::CqlConfig::from_kwargs(kw).map(drop),
         "gail" => rl_gail::GailConfig::from_kwargs(kw).map(drop),
-        other => Err(format!(
-            "algorithm: unknown {other:?}; available: {}",
-            ALGORITHMS.join(", ")
+        other => Err(ConfigError::new(
+            "algorithm",
+            format!("unknown {other:?}; available: {}", ALGORITHMS.join(", ")),
         )),
     };
-    parsed.map_err(RlError::Config)?;
+    parsed?;
     make_training_env(run)?;
     Ok(())
 }

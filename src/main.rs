@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use rl::core::algorithm::RlError;
-use rl::core::config::RunConfig;
+use rl::core::config::{ConfigError, RunConfig};
 use rl::core::device::parse_device;
 use rl::core::runner::{default_run_dir, run_training_until};
 use std::path::PathBuf;
@@ -151,6 +151,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// The device named in a config or on the command line.
+fn device_named(name: &str) -> Result<rl::core::burn::tensor::Device, RlError> {
+    parse_device(name).map_err(|e| RlError::Config(ConfigError::new("device", e)))
+}
+
 /// Trains `algo` for `run` into `out` (or a fresh run directory) and prints the summary line.
 fn train_and_report(
     algo: &mut dyn rl::core::Algorithm,
@@ -183,8 +188,12 @@ fn real_main() -> Result<ExitCode, RlError> {
             out,
             quiet,
         } => {
-            let text = std::fs::read_to_string(&config)
-                .map_err(|e| RlError::Config(format!("{}: {e}", config.display())))?;
+            let text = std::fs::read_to_string(&config).map_err(|e| {
+                RlError::Config(ConfigError::new(
+                    config.display().to_string(),
+                    e.to_string(),
+                ))
+            })?;
             let mut run = RunConfig::from_yaml(&text, &set, &config.display().to_string())
                 .map_err(RlError::Config)?;
             if let Some(s) = seed {
@@ -193,7 +202,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             if let Some(d) = device {
                 run.device = d;
             }
-            let dev = parse_device(&run.device).map_err(RlError::Config)?;
+            let dev = device_named(&run.device)?;
             let mut algo = rl::build(&run, &dev)?;
             train_and_report(algo.as_mut(), &run, out, quiet)?;
         }
@@ -205,8 +214,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             device,
         } => {
             let run = rl::checkpoint_config(&checkpoint)?;
-            let dev =
-                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
             let mut algo = rl::load(&checkpoint, &dev)?;
             let mut env = rl::make_eval_env(&run)?;
             let r = algo.evaluate(
@@ -231,7 +239,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             if let Some(d) = device {
                 run.device = d;
             }
-            let dev = parse_device(&run.device).map_err(RlError::Config)?;
+            let dev = device_named(&run.device)?;
             let mut algo = rl::load(&checkpoint, &dev)?;
             if let Some(t) = total_timesteps {
                 algo.set_total_timesteps(t);
@@ -247,8 +255,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             ..
         } => {
             let run = rl::checkpoint_config(&checkpoint)?;
-            let dev =
-                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
             let (rows, spec) = rl::replay_dataset(&checkpoint, &dev)?;
             rl::offline::write_dataset(&out, &rows, &spec)?;
             println!(
@@ -268,14 +275,13 @@ fn real_main() -> Result<ExitCode, RlError> {
         } => {
             let run = rl::checkpoint_config(&checkpoint)?;
             if run.normalize.obs {
-                return Err(RlError::Config(format!(
-                    "{}: trained with normalize.obs; recording stores raw observations, which \
-                     this policy does not take",
-                    checkpoint.display()
+                return Err(RlError::Config(ConfigError::new(
+                    checkpoint.display().to_string(),
+                    "trained with normalize.obs; recording stores raw observations, which this \
+                     policy does not take",
                 )));
             }
-            let dev =
-                parse_device(device.as_deref().unwrap_or(&run.device)).map_err(RlError::Config)?;
+            let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
             let mut algo = rl::load(&checkpoint, &dev)?;
             let mut env = rl::make_eval_env(&run)?;
             let opts = rl::offline::RecordOptions {

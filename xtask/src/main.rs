@@ -3,7 +3,8 @@
 //!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
 //!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
 //! - `learn [--kernels avx2,avx512] [--ci] [--filter S1,S2]`: the learning tests (with the `#[ignore]`d
-//!   ones) per kernel level, merged into `docs/learning-results.md`.
+//!   ones) per kernel level, merged into `docs/learning-results.md` as each binary finishes;
+//!   `learn --merge-logs DIR` records what a killed run had finished.
 //! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
 //! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
 //! - `same-numbers [--record]`: short runs of every algorithm hash to the recorded tensors.
@@ -545,6 +546,8 @@ fn learn(
     if bins.is_empty() {
         return Err("no learning test binaries were built".into());
     }
+    // The commit the binaries were built from (a commit made while they run is not theirs).
+    let stamp = format!("{}, {}", today(), git_commit());
     // A directory per run: two runs at once must not write each other's logs.
     let log_dir = r.join("target/learn").join(format!(
         "{}-{}",
@@ -554,6 +557,10 @@ fn learn(
         std::process::id()
     ));
     std::fs::create_dir_all(&log_dir).map_err(|e| e.to_string())?;
+    // `--merge-logs` reads it back if this run is killed.
+    std::fs::write(log_dir.join("stamp"), &stamp).map_err(|e| e.to_string())?;
+    let doc_path = r.join("docs/learning-results.md");
+    let doc_lock = std::sync::Mutex::new(());
     let jobs_n = jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
@@ -598,37 +605,31 @@ fn learn(
                                 .status()
                         })
                         .map_err(|e| format!("{}: {e}", exe.display()));
+                    // Recorded as each binary finishes: a killed run keeps what it finished.
+                    let merged = {
+                        let _g = doc_lock.lock().unwrap();
+                        merge_logs(&doc_path, &[(level.clone(), log.clone())], &stamp)
+                    };
                     results
                         .lock()
                         .unwrap()
-                        .push((level.clone(), name.clone(), log, res));
+                        .push((level.clone(), name.clone(), log, res, merged));
                 }
             });
         }
     });
-    let doc_path = r.join("docs/learning-results.md");
-    let mut doc = LearnDoc::parse(&std::fs::read_to_string(&doc_path).unwrap_or_default());
-    let stamp = format!("{}, {}", today(), git_commit());
     let mut failed = Vec::new();
-    for (level, name, log, res) in results.into_inner().unwrap() {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let entries = parse_learning_output(&text, &stamp);
-        for (test, block) in &entries {
-            if block[0].ends_with("**FAILED**") {
-                failed.push(format!("{test} ({level})"));
-            }
-            doc.set(&level, test, block.clone());
-        }
-        // A failing test is listed above; a binary that fails without one (it crashed) here.
-        let a_test_failed = entries.iter().any(|(_, b)| b[0].ends_with("**FAILED**"));
+    for (level, name, log, res, merged) in results.into_inner().unwrap() {
+        let failed_tests = merged?;
+        // A failing test is listed; a binary that fails without one (it crashed) as well.
         match res {
-            Ok(st) if st.success() || a_test_failed => {}
+            Ok(st) if st.success() || !failed_tests.is_empty() => {}
             Ok(st) => failed.push(format!("{name} ({level}): {st}; see {}", log.display())),
             Err(e) => failed.push(e),
         }
+        failed.extend(failed_tests);
     }
-    std::fs::write(&doc_path, doc.render()).map_err(|e| e.to_string())?;
-    println!("{}", doc.render());
+    println!("{}", std::fs::read_to_string(&doc_path).unwrap_or_default());
     if failed.is_empty() {
         Ok(())
     } else {
@@ -636,6 +637,63 @@ fn learn(
             "learning tests failed (recorded in docs/learning-results.md): {failed:?}"
         ))
     }
+}
+
+/// Merges the finished tests of learning-test logs (`(kernel level, log)`) into the results
+/// document (written to a temporary file, then renamed); returns the failed ones.
+fn merge_logs(
+    doc_path: &Path,
+    logs: &[(String, PathBuf)],
+    stamp: &str,
+) -> Result<Vec<String>, String> {
+    let mut doc = LearnDoc::parse(&std::fs::read_to_string(doc_path).unwrap_or_default());
+    let mut failed = Vec::new();
+    for (level, log) in logs {
+        let text = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        for (test, block) in parse_learning_output(&text, stamp) {
+            if block[0].ends_with("**FAILED**") {
+                failed.push(format!("{test} ({level})"));
+            }
+            doc.set(level, &test, block);
+        }
+    }
+    let tmp = doc_path.with_extension("md.tmp");
+    std::fs::write(&tmp, doc.render()).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, doc_path).map_err(|e| format!("{}: {e}", doc_path.display()))?;
+    Ok(failed)
+}
+
+/// `cargo xtask learn --merge-logs DIR`: records the finished tests of an earlier (perhaps
+/// killed) run's logs, `DIR/<level>-<crate>.log`, with the date and commit in `DIR/stamp`.
+fn merge_run_logs(dir: &Path) -> Result<(), String> {
+    let stamp_file = dir.join("stamp");
+    let stamp = std::fs::read_to_string(&stamp_file)
+        .map_err(|e| format!("{}: {e} (the run's date and commit)", stamp_file.display()))?;
+    let mut logs = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let p = e.map_err(|e| e.to_string())?.path();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(stem) = name.strip_suffix(".log")
+            && let Some((level, _)) = stem.split_once('-')
+        {
+            logs.push((level.to_string(), p.clone()));
+        }
+    }
+    logs.sort();
+    let failed = merge_logs(
+        &root().join("docs/learning-results.md"),
+        &logs,
+        stamp.trim(),
+    )?;
+    println!(
+        "merged {} logs from {}; failed: {failed:?}",
+        logs.len(),
+        dir.display()
+    );
+    Ok(())
 }
 
 /// One entry per test in the output of `cargo test -- --nocapture`: its status line and the
@@ -1064,6 +1122,11 @@ fn main() -> ExitCode {
                 .find(|w| w[0] == "--only")
                 .map(|w| w[1].as_str()),
         ),
+        Some("learn") if args.iter().any(|a| a == "--merge-logs") => args
+            .windows(2)
+            .find(|w| w[0] == "--merge-logs")
+            .ok_or_else(|| "--merge-logs DIR".to_string())
+            .and_then(|w| merge_run_logs(Path::new(&w[1]))),
         Some("learn") => learn(
             args.windows(2)
                 .find(|w| w[0] == "--kernels")
@@ -1100,7 +1163,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask learn --merge-logs DIR | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 //! [`Algorithm`](crate::Algorithm) accessors ([`core_accessors!`](crate::core_accessors)).
 
 use crate::batch::{episode_metrics, flatten_batch};
-use crate::config::RunConfig;
+use crate::config::{ConfigError, RunConfig};
 use crate::env::{Env, EnvError};
 use crate::logger::Metrics;
 use crate::vec_env::{EpisodeStats, VecEnv};
@@ -16,12 +16,19 @@ pub type EnvMaker<'a> = &'a dyn Fn(&RunConfig) -> Result<Box<dyn Env>, EnvError>
 /// The run's `n_envs` training envs as one vector env (`vec_env_threads` workers).
 pub fn make_vec_env(run: &RunConfig, make_env: EnvMaker<'_>) -> Result<VecEnv, RlError> {
     if run.n_envs == 0 {
-        return Err(RlError::Config("n_envs: must be at least 1".into()));
+        return Err(RlError::Config(ConfigError::new(
+            "n_envs",
+            "must be at least 1",
+        )));
     }
     let envs = (0..run.n_envs)
         .map(|_| make_env(run))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(VecEnv::with_threads(envs, run.vec_env_threads)?)
+    let mut venv = VecEnv::with_threads(envs, run.vec_env_threads)?;
+    if run.normalize.shared {
+        venv.share_normalization(run.normalize.obs, run.normalize.reward, run.discount())?;
+    }
+    Ok(venv)
 }
 
 /// Checks raw observations given to `predict` (a whole number of finite rows of `space`) and
@@ -33,9 +40,9 @@ pub fn checked_flat_obs(
 ) -> Result<(Vec<f32>, usize), RlError> {
     let d = space.raw_dim();
     if obs.is_empty() || !obs.len().is_multiple_of(d.max(1)) {
-        return Err(RlError::Config(format!(
-            "predict: observation of {} values, expected a multiple of {d}",
-            obs.len()
+        return Err(RlError::Config(ConfigError::new(
+            "predict: observation",
+            format!("{} values, expected a multiple of {d}", obs.len()),
         )));
     }
     if let Some(i) = obs.iter().position(|v| !v.is_finite()) {
@@ -124,7 +131,7 @@ macro_rules! core_accessors {
     ($name:expr) => {
         $crate::algorithm_counters!($name);
         fn env_stats(&self) -> Vec<$crate::agent::__serde_json::Value> {
-            self.core.collector.env.envs()[0].save_stats()
+            self.core.collector.env.save_stats()
         }
     };
 }

@@ -23,7 +23,7 @@ pub enum RlError {
     Tensors(#[from] TensorFileError),
     /// A configuration value is invalid.
     #[error("config: {0}")]
-    Config(String),
+    Config(#[from] crate::config::ConfigError),
     /// The kernel level asked for (`kernels`, `RL_KERNELS`) is unknown or beyond this CPU.
     #[error(transparent)]
     Kernels(#[from] crate::kernels::KernelError),

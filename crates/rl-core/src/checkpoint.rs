@@ -3,7 +3,7 @@
 //! file an error that names it.
 
 use crate::algorithm::RlError;
-use crate::config::RunConfig;
+use crate::config::{ConfigError, RunConfig};
 use crate::params::{TensorMap, load_module_tensors};
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -251,18 +251,20 @@ pub fn read_checkpoint(dir: &Path) -> Result<Checkpoint, CheckpointError> {
 pub fn read_run_config(ck: &Checkpoint) -> Result<RunConfig, RlError> {
     let file = ck.path_of("config.yaml");
     let text = std::str::from_utf8(ck.file("config.yaml")?)
-        .map_err(|e| RlError::Config(format!("{file}: {e}")))?;
-    RunConfig::from_yaml(text, &[], &file).map_err(RlError::Config)
+        .map_err(|e| RlError::Config(ConfigError::new(&file, e.to_string())))?;
+    Ok(RunConfig::from_yaml(text, &[], &file)?)
 }
 
 /// Reads a checkpoint that `algorithm` wrote: the checkpoint and its run configuration.
 pub fn read_run(dir: &Path, algorithm: &str) -> Result<(Checkpoint, RunConfig), RlError> {
     let ck = read_checkpoint(dir)?;
     if ck.algorithm != algorithm {
-        return Err(RlError::Config(format!(
-            "{}: checkpoint of algorithm {:?}, not {algorithm}",
-            dir.display(),
-            ck.algorithm
+        return Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            format!(
+                "checkpoint of algorithm {:?}, not {algorithm}",
+                ck.algorithm
+            ),
         )));
     }
     let run = read_run_config(&ck)?;
@@ -275,7 +277,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
     name: &str,
 ) -> Result<T, RlError> {
     serde_json::from_slice(ck.file(name)?)
-        .map_err(|e| RlError::Config(format!("{}: {e}", ck.path_of(name))))
+        .map_err(|e| RlError::Config(ConfigError::new(ck.path_of(name), e.to_string())))
 }
 
 /// Loads `module`'s weights from tensor file `name` of checkpoint `ck`.

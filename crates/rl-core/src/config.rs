@@ -5,6 +5,44 @@ use crate::env::Kwargs;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+/// An invalid configuration value: where it is (`field`: a key path such as
+/// `algo_kwargs.n_steps`, prefixed by the file it came from when there is one) and what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ConfigError {
+    /// The key (with its path) or file the error is about.
+    pub field: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The same error located in `file` (`ppo.yaml: algo_kwargs.n_steps`).
+    pub fn in_file(self, file: &str) -> Self {
+        let field = if self.field.is_empty() {
+            file.to_string()
+        } else {
+            format!("{file}: {}", self.field)
+        };
+        Self { field, ..self }
+    }
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
 /// Observation/reward normalization wrappers for the training envs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -13,6 +51,9 @@ pub struct NormalizeConfig {
     pub obs: bool,
     /// Scale rewards by the running std of the discounted return.
     pub reward: bool,
+    /// One set of statistics over all envs of the vector (SB3's `VecNormalize`) instead of
+    /// one per env (Gymnasium's wrappers, CleanRL): see [`crate::vec_env::SharedNormalizer`].
+    pub shared: bool,
 }
 
 /// Where an offline algorithm reads its data (RLlib's `offline_data` section).
@@ -156,13 +197,22 @@ fn is_auto(k: &crate::kernels::KernelLevel) -> bool {
 impl RunConfig {
     /// Parses YAML text, applying `overrides` (`key=value`, dotted keys such as
     /// `algo_kwargs.n_steps=64`) first.
-    pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, String> {
-        let mut v: serde_json::Value =
-            serde_saphyr::from_str(text).map_err(|e| format!("{source}: not valid YAML: {e}"))?;
+    pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, ConfigError> {
+        let mut v: serde_json::Value = serde_saphyr::from_str(text)
+            .map_err(|e| ConfigError::new(source, format!("not valid YAML: {e}")))?;
         for o in overrides {
             apply_override(&mut v, o)?;
         }
-        strict(v, source)
+        strict(v, "").map_err(|e| e.in_file(source))
+    }
+
+    /// The algorithm's discount `algo_kwargs.gamma` (0.99 when absent), which reward
+    /// normalization uses.
+    pub fn discount(&self) -> f64 {
+        self.algo_kwargs
+            .get("gamma")
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.99)
     }
 
     /// The evaluation seed.
@@ -172,18 +222,21 @@ impl RunConfig {
 }
 
 /// Sets `key=value` (dotted path; value parsed as YAML) in a config tree.
-pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), String> {
+pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), ConfigError> {
     let (key, val) = spec
         .split_once('=')
-        .ok_or_else(|| format!("--set {spec:?}: expected key=value"))?;
-    let val: serde_json::Value =
-        serde_saphyr::from_str(val).map_err(|e| format!("--set {key}: {e}"))?;
+        .ok_or_else(|| ConfigError::new(format!("--set {spec:?}"), "expected key=value"))?;
+    let val: serde_json::Value = serde_saphyr::from_str(val)
+        .map_err(|e| ConfigError::new(format!("--set {key}"), e.to_string()))?;
     let mut cur = root;
     let parts: Vec<&str> = key.split('.').collect();
     for (i, p) in parts.iter().enumerate() {
-        let obj = cur
-            .as_object_mut()
-            .ok_or_else(|| format!("--set {key}: {} is not a mapping", parts[..i].join(".")))?;
+        let obj = cur.as_object_mut().ok_or_else(|| {
+            ConfigError::new(
+                format!("--set {key}"),
+                format!("{} is not a mapping", parts[..i].join(".")),
+            )
+        })?;
         if i + 1 == parts.len() {
             obj.insert(p.to_string(), val);
             return Ok(());
@@ -198,29 +251,65 @@ pub fn apply_override(root: &mut serde_json::Value, spec: &str) -> Result<(), St
 /// Hyperparameters of an algorithm (`algo_kwargs`): parsed strictly (unknown keys and wrong
 /// types are errors naming the key), then range-checked.
 pub trait AlgoConfig: DeserializeOwned {
-    /// Range checks with messages naming the field (`algo_kwargs.<field>: …`).
-    fn validate(&self) -> Result<(), String>;
+    /// Range checks, each error naming its field (`algo_kwargs.<field>`).
+    fn validate(&self) -> Result<(), ConfigError>;
 
     /// Parses `algo_kwargs` strictly and checks value ranges.
-    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
         let c: Self = strict(serde_json::Value::Object(kw.clone()), "algo_kwargs")?;
         c.validate()?;
         Ok(c)
     }
 }
 
-/// Deserializes `v` strictly: errors carry the key path (`algo_kwargs.n_steps: invalid type…`,
-/// `unknown field `foo`, expected one of …`), prefixed by `source`.
-pub fn strict<T: DeserializeOwned>(v: serde_json::Value, source: &str) -> Result<T, String> {
+/// Deserializes `v` strictly: an error names the key path under `prefix`
+/// (`algo_kwargs.n_steps: invalid type…`; an unknown key: `unknown field `foo`, expected one
+/// of …`).
+pub fn strict<T: DeserializeOwned>(v: serde_json::Value, prefix: &str) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." {
-            String::new()
-        } else {
-            format!("{path}: ")
+        let field = match (prefix.is_empty(), path == ".") {
+            (_, true) => prefix.to_string(),
+            (true, false) => path,
+            (false, false) => format!("{prefix}.{path}"),
         };
-        format!("{source}: {path}{}", e.inner())
+        ConfigError::new(field, e.inner().to_string())
     })
+}
+
+/// Every key a serde struct accepts: its fields' names and their aliases, as serde's derive
+/// lists them (tables that repeat a config's keys are checked against this).
+pub fn accepted_keys<T: DeserializeOwned>() -> Vec<&'static str> {
+    use serde::de::{Error, Visitor, value::Error as E};
+    struct Keys<'a>(&'a mut Vec<&'static str>);
+    impl<'de> serde::Deserializer<'de> for Keys<'_> {
+        type Error = E;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, E> {
+            Err(E::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, E> {
+            self.0.extend_from_slice(fields);
+            Err(E::custom("keys only"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let mut keys = Vec::new();
+    let _ = T::deserialize(Keys(&mut keys));
+    keys
+}
+
+/// `Err(ConfigError)` for `algo_kwargs.<field>`: the form every `validate` uses.
+pub fn invalid<T>(field: &str, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError::new(format!("algo_kwargs.{field}"), message))
 }
 
 #[cfg(test)]
@@ -232,8 +321,9 @@ mod tests {
 
     #[test]
     fn a_key_given_twice_is_an_error_naming_it() {
-        let e =
-            RunConfig::from_yaml(&format!("{BASE}  n_steps: 64\n"), &[], "dup.yaml").unwrap_err();
+        let e = RunConfig::from_yaml(&format!("{BASE}  n_steps: 64\n"), &[], "dup.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("dup.yaml") && e.contains("duplicate") && e.contains("n_steps"),
             "{e}"
@@ -263,7 +353,7 @@ mod tests {
         for bad in ["input: []", "input: 3", "input: [a.parquet, 3]"] {
             let y = format!("{BASE}offline_data: {{{bad}}}\n");
             let e = RunConfig::from_yaml(&y, &[], "t").unwrap_err();
-            assert!(e.contains("offline_data.input"), "{bad}: {e}");
+            assert!(e.field.starts_with("t: offline_data.input"), "{bad}: {e}");
         }
     }
 
@@ -283,7 +373,23 @@ mod tests {
                 .contains("kernels")
         );
         let e = RunConfig::from_yaml(&format!("{BASE}kernels: avx1024\n"), &[], "t").unwrap_err();
-        assert!(e.contains("kernels") && e.contains("avx512"), "{e}");
+        assert!(
+            e.field == "t: kernels" && e.message.contains("avx512"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn accepted_keys_are_the_fields_and_their_aliases() {
+        assert_eq!(
+            accepted_keys::<NormalizeConfig>(),
+            ["obs", "reward", "shared"]
+        );
+        let keys = accepted_keys::<OfflineDataConfig>();
+        assert!(
+            keys.contains(&"input") && keys.contains(&"input_"),
+            "{keys:?}"
+        );
     }
 
     #[test]
@@ -305,17 +411,25 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let e = RunConfig::from_yaml(&format!("{BASE}colour: red\n"), &[], "t.yaml").unwrap_err();
+        let e = RunConfig::from_yaml(&format!("{BASE}colour: red\n"), &[], "t.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("t.yaml") && e.contains("colour") && e.contains("total_timesteps"),
             "{e}"
         );
         let e = RunConfig::from_yaml(&BASE.replace("1000", "lots"), &[], "t.yaml").unwrap_err();
         assert!(
-            e.contains("total_timesteps") && e.contains("invalid type"),
+            e.field == "t.yaml: total_timesteps" && e.message.contains("invalid type"),
             "{e}"
         );
         let e = RunConfig::from_yaml("algorithm: ppo\n", &[], "t.yaml").unwrap_err();
-        assert!(e.contains("missing field"), "{e}");
+        assert!(
+            e.field == "t.yaml" && e.message.contains("missing field"),
+            "{e}"
+        );
+        // A value out of range: the field with its path.
+        let e = crate::config::invalid::<()>("n_steps", "must be positive").unwrap_err();
+        assert_eq!(e.to_string(), "algo_kwargs.n_steps: must be positive");
     }
 }

@@ -6,6 +6,105 @@
 
 use crate::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, check_action};
 use crate::spaces::Space;
+use crate::wrappers::RunningMeanStd;
+use serde::{Deserialize, Serialize};
+
+/// One set of normalization statistics over every env of a vector (SB3's `VecNormalize`,
+/// run config `normalize: {shared: true}`), where the per-env wrappers (Gymnasium's,
+/// CleanRL's) keep one set each. Observations: the batch of observations after each step
+/// (after auto-reset) updates the statistics, then every row and each true final observation
+/// is normalized with them, `(x − mean) / √(var + 1e-8)`. Rewards: each env's discounted
+/// return (`returns · γ + r`, zeroed when its episode ends) updates one running variance and
+/// rewards are divided by its square root. Unlike SB3 nothing is clipped (as Gymnasium's
+/// wrappers), so an evaluation env that loads the statistics sees the same numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedNormalizer {
+    /// Observation statistics (when observations are normalized).
+    pub obs: Option<RunningMeanStd>,
+    /// Statistics of the discounted return (when rewards are normalized).
+    pub ret: Option<RunningMeanStd>,
+    /// Each env's discounted return so far.
+    pub returns: Vec<f64>,
+    /// Discount of the returns.
+    pub gamma: f64,
+    /// Statistics update only while training.
+    #[serde(skip, default = "yes")]
+    pub training: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SharedNormalizer {
+    /// Statistics for `n_envs` envs with `obs_dim`-wide observations.
+    pub fn new(n_envs: usize, obs_dim: Option<usize>, reward: bool, gamma: f64) -> Self {
+        Self {
+            obs: obs_dim.map(RunningMeanStd::new),
+            ret: reward.then(|| RunningMeanStd::new(1)),
+            returns: vec![0.0; n_envs],
+            gamma,
+            training: true,
+        }
+    }
+
+    fn normalize_rows(&self, rows: &mut [f32]) {
+        if let Some(rms) = &self.obs {
+            for row in rows.chunks_mut(rms.mean.len().max(1)) {
+                rms.normalize(row);
+            }
+        }
+    }
+
+    /// After a reset of every env: raw first observations in, normalized out.
+    fn after_reset(&mut self, obs: &mut [f32]) {
+        self.returns.iter_mut().for_each(|r| *r = 0.0);
+        if let Some(rms) = self.obs.as_mut()
+            && self.training
+        {
+            rms.update_batch(obs);
+        }
+        self.normalize_rows(obs);
+    }
+
+    /// After a step: observations, final observations of the envs whose episode ended and
+    /// rewards, all raw in and normalized out.
+    fn after_step(
+        &mut self,
+        obs: &mut [f32],
+        final_obs: &mut [f32],
+        rewards: &mut [f64],
+        done: &[bool],
+    ) {
+        if let Some(rms) = self.obs.as_mut()
+            && self.training
+        {
+            rms.update_batch(obs);
+        }
+        self.normalize_rows(obs);
+        let d = obs.len() / done.len().max(1);
+        for (i, _) in done.iter().enumerate().filter(|(_, d)| **d) {
+            self.normalize_rows(&mut final_obs[i * d..(i + 1) * d]);
+        }
+        if let Some(rms) = self.ret.as_mut() {
+            // As SB3: the returns advance, and the statistics with them, only while training.
+            if self.training {
+                for (g, r) in self.returns.iter_mut().zip(rewards.iter()) {
+                    *g = *g * self.gamma + r;
+                }
+                let n = self.returns.len() as f64;
+                let mean = self.returns.iter().sum::<f64>() / n;
+                let var = self.returns.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n;
+                rms.update_from_moments(&[mean], &[var], n);
+            }
+            let scale = (rms.var[0] + 1e-8).sqrt();
+            rewards.iter_mut().for_each(|r| *r /= scale);
+        }
+        for (g, _) in self.returns.iter_mut().zip(done).filter(|(_, d)| **d) {
+            *g = 0.0;
+        }
+    }
+}
 
 /// A finished episode, as reported by `RecordEpisodeStatistics`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,6 +137,8 @@ pub struct VecEnv {
     needs_reset: bool,
     /// `step` calls so far, for error messages.
     steps: u64,
+    /// Shared normalization statistics, when enabled ([`VecEnv::share_normalization`]).
+    shared: Option<SharedNormalizer>,
 }
 
 struct Slot<'a> {
@@ -167,7 +268,47 @@ impl VecEnv {
             episodes: Vec::new(),
             needs_reset: true,
             steps: 0,
+            shared: None,
         })
+    }
+
+    /// Normalizes observations (`obs`, Box spaces only) and/or rewards (discount `gamma`) with
+    /// one set of statistics over all envs ([`SharedNormalizer`]); the envs themselves should
+    /// not normalize as well.
+    pub fn share_normalization(
+        &mut self,
+        obs: bool,
+        reward: bool,
+        gamma: f64,
+    ) -> Result<(), EnvError> {
+        if obs && !matches!(self.observation_space(), Space::Box { .. }) {
+            return Err(EnvError::Make(format!(
+                "normalize.obs needs a Box observation space, {} has {}",
+                self.envs[0].id(),
+                self.observation_space().describe()
+            )));
+        }
+        self.shared = (obs || reward).then(|| {
+            SharedNormalizer::new(self.envs.len(), obs.then_some(self.obs_dim), reward, gamma)
+        });
+        Ok(())
+    }
+
+    /// The shared normalization statistics, if any.
+    pub fn shared_normalizer(&self) -> Option<&SharedNormalizer> {
+        self.shared.as_ref()
+    }
+
+    /// Normalization statistics for an evaluation env of this run
+    /// ([`Env::load_stats`]): the shared observation statistics (in the per-env wrapper's
+    /// format) when there are any, then the first env's own.
+    pub fn save_stats(&self) -> Vec<serde_json::Value> {
+        let mut v = Vec::new();
+        if let Some(rms) = self.shared.as_ref().and_then(|s| s.obs.as_ref()) {
+            v.push(serde_json::json!({"NormalizeObservation": rms}));
+        }
+        v.extend(self.envs[0].save_stats());
+        v
     }
 
     /// Number of envs.
@@ -200,12 +341,44 @@ impl VecEnv {
     }
 
     /// Full state of every env, for checkpoints ([`Env::snapshot`]).
+    /// With shared normalization its statistics follow as one more entry.
     pub fn snapshots(&self) -> Result<Vec<serde_json::Value>, EnvError> {
-        self.envs.iter().map(|e| e.snapshot()).collect()
+        let mut v = self
+            .envs
+            .iter()
+            .map(|e| e.snapshot())
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(n) = &self.shared {
+            v.push(serde_json::json!({ "SharedNormalizer": n }));
+        }
+        Ok(v)
     }
 
     /// Restores what [`snapshots`](Self::snapshots) returned; the count must match.
     pub fn restore_snapshots(&mut self, snaps: &[serde_json::Value]) -> Result<(), EnvError> {
+        let (snaps, shared) = match (&self.shared, snaps.split_last()) {
+            (Some(_), Some((last, rest))) => (rest, Some(last)),
+            _ => (snaps, None),
+        };
+        if let (Some(cur), Some(saved)) = (self.shared.as_mut(), shared) {
+            let restored: SharedNormalizer = saved
+                .get("SharedNormalizer")
+                .cloned()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .filter(|n: &SharedNormalizer| {
+                    n.returns.len() == cur.returns.len()
+                        && n.obs.as_ref().map(|r| r.mean.len()) == cur.obs.as_ref().map(|r| r.mean.len())
+                        && n.ret.is_some() == cur.ret.is_some()
+                })
+                .ok_or_else(|| EnvError::InvalidState {
+                    env: self.envs[0].id().to_string(),
+                    reason: "the checkpoint's last env entry is not this run's shared normalization statistics".into(),
+                })?;
+            *cur = SharedNormalizer {
+                training: cur.training,
+                ..restored
+            };
+        }
         if snaps.len() != self.envs.len() {
             return Err(EnvError::InvalidState {
                 env: self.envs[0].id().to_string(),
@@ -243,6 +416,9 @@ impl VecEnv {
         }
         if let Some(e) = failed {
             return Err(self.named(e));
+        }
+        if let Some(n) = self.shared.as_mut() {
+            n.after_reset(&mut self.obs);
         }
         self.needs_reset = false;
         Ok(&self.obs)
@@ -348,6 +524,12 @@ impl VecEnv {
             self.needs_reset = true;
             return Err(self.named(e));
         }
+        if let Some(norm) = self.shared.as_mut() {
+            let done: Vec<bool> = (0..n)
+                .map(|i| self.terminated[i] || self.truncated[i])
+                .collect();
+            norm.after_step(&mut self.obs, &mut self.final_obs, &mut self.rewards, &done);
+        }
         for i in 0..n {
             if (self.terminated[i] || self.truncated[i])
                 && let (Some(&r), Some(&l)) = (
@@ -406,5 +588,8 @@ impl VecEnv {
     /// Switches normalizing wrappers of every env between training and frozen statistics.
     pub fn set_training(&mut self, training: bool) {
         self.envs.iter_mut().for_each(|e| e.set_training(training));
+        if let Some(n) = self.shared.as_mut() {
+            n.training = training;
+        }
     }
 }

@@ -131,10 +131,11 @@ pub fn make_training_env(
 ) -> Result<Box<dyn Env>, EnvError> {
     use rl_core::wrappers::{NormalizeObservation, NormalizeReward, RecordEpisodeStatistics};
     let mut env: Box<dyn Env> = Box::new(RecordEpisodeStatistics::new(make(id, kwargs)?));
-    if normalize.obs {
+    // Shared statistics live in the vector env (`VecEnv::share_normalization`), not here.
+    if normalize.obs && !normalize.shared {
         env = Box::new(NormalizeObservation::new(env)?);
     }
-    if normalize.reward {
+    if normalize.reward && !normalize.shared {
         env = Box::new(NormalizeReward::new(env, gamma));
     }
     Ok(env)

@@ -19,12 +19,7 @@ pub fn example_config(manifest_dir: &str, name: &str, overrides: &[String]) -> R
 
 /// A training env for `run` (what the CLI builds).
 pub fn training_env(run: &RunConfig) -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
-    let gamma = run
-        .algo_kwargs
-        .get("gamma")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.99);
-    crate::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, gamma)
+    crate::make_training_env(&run.env_id, &run.env_kwargs, &run.normalize, run.discount())
 }
 
 /// Mean return of `run.n_eval_episodes` deterministic episodes on the evaluation env

@@ -82,8 +82,8 @@ impl ArsConfig {
 }
 
 impl AlgoConfig for ArsConfig {
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if !(self.step_size > 0.0) {
             return err("step_size", "must be positive");
         }

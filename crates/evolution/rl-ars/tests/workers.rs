@@ -81,7 +81,7 @@ fn bad_input_is_named() {
     let y = "algorithm: ars\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs: {n_directions: 4, n_top_directions: 5}\n";
     let run = RunConfig::from_yaml(y, &[], "test.yaml").unwrap();
     let e = rl_ars::ArsConfig::from_kwargs(&run.algo_kwargs).unwrap_err();
-    assert!(e.contains("n_top_directions"), "{e}");
+    assert_eq!(e.field, "algo_kwargs.n_top_directions", "{e}");
     // MultiDiscrete actions are not supported: the error names the space.
     let md = |_: &RunConfig| -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
         Ok(Box::new(rl_envs::testing::Match::new(

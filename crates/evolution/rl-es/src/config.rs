@@ -86,8 +86,8 @@ impl EsConfig {
 }
 
 impl AlgoConfig for EsConfig {
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if !(self.learning_rate > 0.0) {
             return err("learning_rate", "must be positive");
         }

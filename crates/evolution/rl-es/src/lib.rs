@@ -99,9 +99,9 @@ impl Es {
             .get("adam_t")
             .and_then(|v| v.as_u64())
             .ok_or_else(|| {
-                RlError::Config(format!(
-                    "{}: adam_t: expected a non-negative integer",
-                    ck.path_of("state.json")
+                RlError::Config(rl_core::config::ConfigError::new(
+                    format!("{}: adam_t", ck.path_of("state.json")),
+                    "expected a non-negative integer",
                 ))
             })?;
         Ok(a)

@@ -75,7 +75,7 @@ fn bad_config_names_the_key() {
         );
         let run = RunConfig::from_yaml(&y, &[], "test.yaml").unwrap();
         let e = rl_es::EsConfig::from_kwargs(&run.algo_kwargs).unwrap_err();
-        assert!(e.contains(key), "{extra}: {e}");
+        assert!(e.to_string().contains(key), "{extra}: {e}");
     }
     // A table too small for one perturbation.
     let y = "algorithm: es\nenv_id: CartPole-v1\ntotal_timesteps: 1000\nalgo_kwargs: {noise_table_size: 10}\n";

@@ -93,9 +93,10 @@ impl EvolutionCore {
     /// the noise table (from the run seed).
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, s: &CoreSettings) -> Result<Self, RlError> {
         if s.num_workers == 0 {
-            return Err(RlError::Config(
-                "algo_kwargs.num_workers: must be at least 1".into(),
-            ));
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                "algo_kwargs.num_workers",
+                "must be at least 1",
+            )));
         }
         let envs = (0..s.num_workers)
             .map(|_| make_env(run))
@@ -103,10 +104,12 @@ impl EvolutionCore {
         let obs_space = envs[0].observation_space().clone();
         let act_space = envs[0].action_space().clone();
         if !matches!(obs_space, Space::Box { .. }) {
-            return Err(RlError::Config(format!(
-                "{}: evolution strategies need a Box observation space, not {}",
-                run.env_id,
-                obs_space.describe()
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                &run.env_id,
+                format!(
+                    "evolution strategies need a Box observation space, not {}",
+                    obs_space.describe()
+                ),
             )));
         }
         let policy = FlatPolicy::new(
@@ -118,12 +121,15 @@ impl EvolutionCore {
             s.bias,
             s.squash_output,
         )
-        .map_err(|e| RlError::Config(format!("{}: {e}", run.env_id)))?;
+        .map_err(|e| RlError::Config(rl_core::config::ConfigError::new(&run.env_id, e)))?;
         let n = policy.num_params();
         if s.noise_table_size < n {
-            return Err(RlError::Config(format!(
-                "algo_kwargs.noise_table_size: {} draws cannot hold a perturbation of {n} parameters",
-                s.noise_table_size
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                "algo_kwargs.noise_table_size",
+                format!(
+                    "{} draws cannot hold a perturbation of {n} parameters",
+                    s.noise_table_size
+                ),
             )));
         }
         let params = policy.init(&mut Rng::for_stream(run.seed, "init"));
@@ -294,11 +300,13 @@ impl EvolutionCore {
         let raw: serde_json::Map<String, serde_json::Value> = read_json(ck, "state.json")?;
         let s: EvolutionState = read_json(ck, "state.json")?;
         if s.obs_stats.rms.mean.len() != self.stats.rms.mean.len() {
-            return Err(RlError::Config(format!(
-                "{}: obs_stats: {} elements, the policy observes {}",
-                ck.path_of("state.json"),
-                s.obs_stats.rms.mean.len(),
-                self.stats.rms.mean.len()
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                format!("{}: obs_stats", ck.path_of("state.json")),
+                format!(
+                    "{} elements, the policy observes {}",
+                    s.obs_stats.rms.mean.len(),
+                    self.stats.rms.mean.len()
+                ),
             )));
         }
         self.num_timesteps = s.num_timesteps;

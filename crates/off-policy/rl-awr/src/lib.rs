@@ -71,7 +71,7 @@ impl Awr {
         kw.shared = true;
         let build = |rng: &mut Rng| {
             ActorCritic::new(&core.obs_space, &core.act_space, &kw, rng, &device)
-                .map_err(RlError::Config)
+                .map_err(|e| RlError::Config(rl_core::config::ConfigError::new("policy", e)))
         };
         let policy = build(&mut rng)?;
         let value = build(&mut rng)?;

@@ -184,8 +184,8 @@ impl DqnConfig {
 
 impl AlgoConfig for DqnConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         self.train_frequency().validate()?;
         self.replay_options().validate()?;
         if self.learning_rate.initial() <= 0.0 {

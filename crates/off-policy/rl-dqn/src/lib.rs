@@ -348,9 +348,9 @@ impl Dqn {
         let cfg = DqnConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let core = OffPolicyCore::new(run, make_env, &cfg.replay_options(), |space| match space {
             Space::Discrete { .. } => Ok(1),
-            other => Err(RlError::Config(format!(
-                "dqn needs a Discrete action space; {} has {other:?}",
-                run.env_id
+            other => Err(RlError::Config(rl_core::config::ConfigError::new(
+                &run.env_id,
+                format!("dqn needs a Discrete action space, not {other:?}"),
             ))),
         })?;
         let Space::Discrete { n, .. } = core.act_space else {

@@ -7,7 +7,7 @@
 use rl_core::batch::flatten_batch;
 use rl_core::burn::module::Module;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::RunConfig;
+use rl_core::config::{ConfigError, RunConfig, invalid};
 use rl_core::env::{Env, EnvError};
 use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
@@ -147,23 +147,21 @@ pub struct TrainFrequency {
 
 impl TrainFrequency {
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.train_freq == 0 {
-            return Err("algo_kwargs.train_freq: must be at least 1".into());
+            return invalid("train_freq", "must be at least 1");
         }
         if self.gradient_steps < -1 {
-            return Err(
-                "algo_kwargs.gradient_steps: must be ≥ 0, or −1 for one per env step".into(),
-            );
+            return invalid("gradient_steps", "must be ≥ 0, or −1 for one per env step");
         }
         if self.batch_size == 0 {
-            return Err("algo_kwargs.batch_size: must be at least 1".into());
+            return invalid("batch_size", "must be at least 1");
         }
         if self
             .training_intensity
             .is_some_and(|t| !(t.is_finite() && t > 0.0))
         {
-            return Err("algo_kwargs.training_intensity: must be a positive number".into());
+            return invalid("training_intensity", "must be a positive number");
         }
         Ok(())
     }
@@ -275,22 +273,20 @@ impl ReplayOptions {
     }
 
     /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.buffer_size == 0 {
-            return Err("algo_kwargs.buffer_size: must be at least 1".into());
+            return invalid("buffer_size", "must be at least 1");
         }
-        self.n_step
-            .validate()
-            .map_err(|e| format!("algo_kwargs.n_step: {e}"))?;
+        self.n_step.validate().or_else(|e| invalid("n_step", e))?;
         if self.prioritized {
             if !(self.alpha >= 0.0) {
-                return Err("algo_kwargs.prioritized_replay_alpha: must be ≥ 0".into());
+                return invalid("prioritized_replay_alpha", "must be ≥ 0");
             }
             if !(0.0..=1.0).contains(&self.beta) {
-                return Err("algo_kwargs.prioritized_replay_beta: must be in [0, 1]".into());
+                return invalid("prioritized_replay_beta", "must be in [0, 1]");
             }
             if !(self.eps > 0.0) {
-                return Err("algo_kwargs.prioritized_replay_eps: must be positive".into());
+                return invalid("prioritized_replay_eps", "must be positive");
             }
         }
         Ok(())

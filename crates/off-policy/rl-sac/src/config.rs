@@ -20,15 +20,16 @@ pub enum AutoOr {
 impl AutoOr {
     /// `Ok(None)` for a number, `Ok(Some(init))` for `auto[_init]` (init absent: `None`
     /// inside), an error naming `field` otherwise.
-    pub fn parse(&self, field: &str) -> Result<Option<Option<f64>>, String> {
+    pub fn parse(&self, field: &str) -> Result<Option<Option<f64>>, rl_core::config::ConfigError> {
         match self {
             AutoOr::Value(_) => Ok(None),
             AutoOr::Auto(s) if s == "auto" => Ok(Some(None)),
             AutoOr::Auto(s) => match s.strip_prefix("auto_").map(str::parse::<f64>) {
                 Some(Ok(v)) => Ok(Some(Some(v))),
-                _ => Err(format!(
-                    "algo_kwargs.{field}: expected a number, \"auto\" or \"auto_<number>\", got {s:?}"
-                )),
+                _ => rl_core::config::invalid(
+                    field,
+                    format!("expected a number, \"auto\" or \"auto_<number>\", got {s:?}"),
+                ),
             },
         }
     }
@@ -182,8 +183,8 @@ impl SacConfig {
 
 impl AlgoConfig for SacConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         self.train_frequency().validate()?;
         self.replay_options().validate()?;
         for (f, s) in [

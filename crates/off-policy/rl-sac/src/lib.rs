@@ -376,9 +376,9 @@ impl Sac {
             {
                 Ok(low.len())
             }
-            other => Err(RlError::Config(format!(
-                "sac needs a Discrete or a bounded Box action space; {} has {other:?}",
-                run.env_id
+            other => Err(RlError::Config(rl_core::config::ConfigError::new(
+                &run.env_id,
+                format!("sac needs a Discrete or a bounded Box action space, not {other:?}"),
             ))),
         })?;
         let (act_dim, n_actions, bounds) = match &core.act_space {

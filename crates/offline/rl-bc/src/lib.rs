@@ -71,7 +71,7 @@ impl BcConfig {
 }
 
 impl AlgoConfig for BcConfig {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         self.to_marwil().validate()
     }
 }

@@ -102,8 +102,8 @@ impl CqlConfig {
 
 impl AlgoConfig for CqlConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         for (f, v) in [
             ("batch_size", self.batch_size),
             ("num_actions", self.num_actions),

@@ -82,9 +82,9 @@ impl Cql {
         let cfg = CqlConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let core = OfflineCore::new(run, make_env, None, None)?;
         if !core.stream.dataset().spec().has_rewards {
-            return Err(RlError::Config(format!(
-                "{}: no rewards column; CQL learns Q-values from rewards",
-                core.stream.dataset().file()
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                core.stream.dataset().file(),
+                "no rewards column; CQL learns Q-values from rewards",
             )));
         }
         let kind = match &core.act_space {
@@ -99,10 +99,12 @@ impl Cql {
                 }
             }
             other => {
-                return Err(RlError::Config(format!(
-                    "cql needs a Discrete or a bounded Box action space; {} has {}",
-                    run.env_id,
-                    other.describe()
+                return Err(RlError::Config(rl_core::config::ConfigError::new(
+                    &run.env_id,
+                    format!(
+                        "cql needs a Discrete or a bounded Box action space, not {}",
+                        other.describe()
+                    ),
                 )));
             }
         };

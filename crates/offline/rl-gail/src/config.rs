@@ -140,10 +140,10 @@ impl Serialize for GailConfig {
 
 impl AlgoConfig for GailConfig {
     /// PPO's checks, then the adversarial ones; messages name the field.
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         self.ppo.validate()?;
         let a = &self.adversarial;
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if a.expert_data_path.is_empty() {
             return err("expert_data_path", "must name a .npz or .parquet file");
         }

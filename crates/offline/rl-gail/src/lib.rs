@@ -101,7 +101,10 @@ fn load_expert(
     ds.fit(env, obs_space, act_space)?;
     let d = ds.read_all()?;
     if d.is_empty() {
-        return Err(RlError::Config(format!("{path}: no expert rows")));
+        return Err(RlError::Config(rl_core::config::ConfigError::new(
+            path,
+            "no expert rows",
+        )));
     }
     Ok(d)
 }
@@ -498,9 +501,9 @@ impl OnPolicyLearner for GailLearner {
             .get("disc_optimizer_steps")
             .and_then(Value::as_u64)
             .ok_or_else(|| {
-                RlError::Config(format!(
-                    "{}: disc_optimizer_steps missing",
-                    ck.path_of("state.json")
+                RlError::Config(rl_core::config::ConfigError::new(
+                    format!("{}: disc_optimizer_steps", ck.path_of("state.json")),
+                    "missing",
                 ))
             })?;
         let np = num_params(&self.disc);
@@ -511,9 +514,9 @@ impl OnPolicyLearner for GailLearner {
             .cloned()
             .and_then(|v| serde_json::from_value(v).ok())
             .ok_or_else(|| {
-                RlError::Config(format!(
-                    "{}: rng_disc missing or invalid",
-                    ck.path_of("state.json")
+                RlError::Config(rl_core::config::ConfigError::new(
+                    format!("{}: rng_disc", ck.path_of("state.json")),
+                    "missing or invalid",
                 ))
             })?;
         let path = ck.path_of("state.json");
@@ -537,9 +540,9 @@ impl OnPolicyLearner for GailLearner {
                         Some(r.mean.len()) == dim && r.var.len() == r.mean.len()
                     })
                     .ok_or_else(|| {
-                        RlError::Config(format!(
-                            "{path}: {key} missing or not {} running statistics",
-                            dim.unwrap_or(0)
+                        RlError::Config(rl_core::config::ConfigError::new(
+                            format!("{path}: {key}"),
+                            format!("missing or not {} running statistics", dim.unwrap_or(0)),
                         ))
                     })?;
                 *rms = saved;

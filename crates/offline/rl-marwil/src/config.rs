@@ -62,8 +62,8 @@ impl Default for MarwilConfig {
 
 impl AlgoConfig for MarwilConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if self.batch_size == 0 {
             return err("batch_size", "must be at least 1");
         }

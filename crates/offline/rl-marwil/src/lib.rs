@@ -71,9 +71,9 @@ impl Marwil {
         let weighted = cfg.beta > 0.0;
         let core = OfflineCore::new(run, make_env, None, weighted.then_some(cfg.gamma as f32))?;
         if weighted && !core.stream.dataset().spec().has_rewards {
-            return Err(RlError::Config(format!(
-                "{}: no rewards column; MARWIL with beta > 0 needs rewards (beta 0 is BC)",
-                core.stream.dataset().file()
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                core.stream.dataset().file(),
+                "no rewards column; MARWIL with beta > 0 needs rewards (beta 0 is BC)",
             )));
         }
         let device = device.clone().autodiff();
@@ -85,7 +85,7 @@ impl Marwil {
             &mut rng,
             &device,
         )
-        .map_err(RlError::Config)?;
+        .map_err(|e| RlError::Config(rl_core::config::ConfigError::new("policy", e)))?;
         Ok(Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
             sqd_adv_norm: cfg.moving_average_sqd_adv_norm_start,

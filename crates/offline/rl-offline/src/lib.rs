@@ -76,11 +76,11 @@ impl OfflineCore {
         returns_gamma: Option<f32>,
     ) -> Result<Self, RlError> {
         if run.normalize.obs || run.normalize.reward {
-            return Err(RlError::Config(
-                "normalize: offline algorithms train on the dataset's raw observations and \
-                 rewards; set normalize.obs and normalize.reward to false"
-                    .into(),
-            ));
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                "normalize",
+                "offline algorithms train on the dataset's raw observations and rewards; set \
+                 normalize.obs and normalize.reward to false",
+            )));
         }
         let env = make_env(run)?;
         let (obs_space, act_space) = (env.observation_space().clone(), env.action_space().clone());
@@ -91,10 +91,10 @@ impl OfflineCore {
             ),
             (None, Some(od)) => (od.input.0.clone(), od.shuffle_buffer_size),
             (None, None) => {
-                return Err(RlError::Config(
-                    "offline_data: missing; an offline algorithm needs offline_data: {input: PATH}"
-                        .into(),
-                ));
+                return Err(RlError::Config(rl_core::config::ConfigError::new(
+                    "offline_data",
+                    "missing; an offline algorithm needs offline_data: {input: PATH}",
+                )));
             }
         };
         let mut ds = Dataset::open_all(&resolve_inputs(&entries)?)?;

@@ -46,9 +46,9 @@ pub fn record(
     opts: &RecordOptions,
 ) -> Result<Transitions, RlError> {
     if !(0.0..=1.0).contains(&opts.epsilon) {
-        return Err(RlError::Config(format!(
-            "epsilon: {} is not in [0, 1]",
-            opts.epsilon
+        return Err(RlError::Config(rl_core::config::ConfigError::new(
+            "epsilon",
+            format!("{} is not in [0, 1]", opts.epsilon),
         )));
     }
     env.load_stats(&algo.env_stats())?;

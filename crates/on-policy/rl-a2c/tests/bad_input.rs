@@ -46,13 +46,21 @@ fn defaults_are_the_seed_table_and_sb3() {
 
 #[test]
 fn config_errors_name_the_key() {
-    let e = A2cConfig::from_kwargs(&run("  n_stepz: 3\n").algo_kwargs).unwrap_err();
+    let e = A2cConfig::from_kwargs(&run("  n_stepz: 3\n").algo_kwargs)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("n_stepz") && e.contains("n_steps"), "{e}");
-    let e = A2cConfig::from_kwargs(&run("  gae_lambda: 2\n").algo_kwargs).unwrap_err();
+    let e = A2cConfig::from_kwargs(&run("  gae_lambda: 2\n").algo_kwargs)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("gae_lambda") && e.contains("[0, 1]"), "{e}");
-    let e = A2cConfig::from_kwargs(&run("  rms_prop_eps: 0\n").algo_kwargs).unwrap_err();
+    let e = A2cConfig::from_kwargs(&run("  rms_prop_eps: 0\n").algo_kwargs)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("rms_prop_eps"), "{e}");
-    let e = A2cConfig::from_kwargs(&run("  sde_sample_freq: 0\n").algo_kwargs).unwrap_err();
+    let e = A2cConfig::from_kwargs(&run("  sde_sample_freq: 0\n").algo_kwargs)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("sde_sample_freq"), "{e}");
     // gSDE needs continuous actions.
     let e = A2c::new(&run("  use_sde: true\n"), &make, &Device::flex())

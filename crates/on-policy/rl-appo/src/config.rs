@@ -126,8 +126,8 @@ impl Default for AppoConfig {
 }
 
 impl AlgoConfig for AppoConfig {
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         for (f, v) in [
             ("n_steps", self.n_steps),
             ("batch_size", self.batch_size),

@@ -98,9 +98,9 @@ impl Appo {
             .get("kl_coeff")
             .and_then(|v| v.as_f64())
             .ok_or_else(|| {
-                RlError::Config(format!(
-                    "{}: kl_coeff: expected a number",
-                    ck.path_of("state.json")
+                RlError::Config(rl_core::config::ConfigError::new(
+                    format!("{}: kl_coeff", ck.path_of("state.json")),
+                    "expected a number",
                 ))
             })?;
         Ok(a)

@@ -66,7 +66,9 @@ fn bad_config_names_the_key() {
         ("  clip_range: -1\n", "clip_range"),
         ("  use_kl: true\n", "use_kl"),
     ] {
-        let e = rl_appo::AppoConfig::from_kwargs(&run(extra).algo_kwargs).unwrap_err();
+        let e = rl_appo::AppoConfig::from_kwargs(&run(extra).algo_kwargs)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(key), "{extra}: {e}");
     }
 }

@@ -105,8 +105,8 @@ impl Default for ImpalaConfig {
 }
 
 impl AlgoConfig for ImpalaConfig {
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if self.n_steps == 0 {
             return err("n_steps", "must be at least 1");
         }

@@ -119,7 +119,9 @@ fn bad_config_names_the_key() {
         ("  opt_type: sgd\n", "opt_type"),
         ("  vtrace_clip: 1\n", "vtrace_clip"),
     ] {
-        let e = rl_impala::ImpalaConfig::from_kwargs(&run(extra).algo_kwargs).unwrap_err();
+        let e = rl_impala::ImpalaConfig::from_kwargs(&run(extra).algo_kwargs)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(key), "{extra}: {e}");
     }
 }

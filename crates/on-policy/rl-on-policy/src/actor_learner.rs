@@ -16,7 +16,7 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_json, read_module, write_checkpoint};
-use rl_core::config::RunConfig;
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::load_module_tensors;
@@ -265,9 +265,7 @@ impl RunnerSet {
     /// envs live on their threads: None).
     pub fn env_stats(&self) -> Option<Vec<serde_json::Value>> {
         match self {
-            RunnerSet::Lockstep { runners, .. } => {
-                Some(runners[0].collector.env.envs()[0].save_stats())
-            }
+            RunnerSet::Lockstep { runners, .. } => Some(runners[0].collector.env.save_stats()),
             RunnerSet::Threads { .. } => None,
         }
     }
@@ -300,10 +298,9 @@ impl RunnerSet {
     ) -> Result<(), RlError> {
         if let RunnerSet::Lockstep { runners, .. } = self {
             if states.len() != runners.len() {
-                return Err(RlError::Config(format!(
-                    "{file}: runners: {} saved, the run has {}",
-                    states.len(),
-                    runners.len()
+                return Err(RlError::Config(ConfigError::new(
+                    format!("{file}: runners"),
+                    format!("{} saved, the run has {}", states.len(), runners.len()),
                 )));
             }
             for (r, st) in runners.iter_mut().zip(states) {
@@ -431,6 +428,13 @@ impl ActorLearnerCore {
         opt: FlatOptimizer,
         settings: LearnerSettings,
     ) -> Result<Self, RlError> {
+        if run.normalize.shared {
+            // Each runner's envs live with the runner (on its thread): no one set to share.
+            return Err(RlError::Config(ConfigError::new(
+                "normalize.shared",
+                "the actor-learner runners (IMPALA, APPO) normalize per env; set it to false",
+            )));
+        }
         let infer = device.clone();
         let device = device.clone().autodiff();
         let probe = make_env(run)?;
@@ -446,7 +450,7 @@ impl ActorLearnerCore {
             &mut Rng::for_stream(run.seed, "init"),
             &device,
         )
-        .map_err(RlError::Config)?;
+        .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
         let initial = Versioned {
             version: 0,
             weights: module_tensors(&policy),

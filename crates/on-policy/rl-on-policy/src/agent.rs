@@ -10,7 +10,7 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
 use rl_core::checkpoint::{Checkpoint, read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::{TensorMap, flat_grads, num_params};
@@ -185,7 +185,7 @@ impl OnPolicyCore {
             rng_policy: self.rng_policy.clone(),
             rng_predict: self.rng_predict.clone(),
             collector: self.collector.state()?,
-            env_stats: self.collector.env.envs()[0].save_stats(),
+            env_stats: self.collector.env.save_stats(),
         })
     }
 
@@ -349,9 +349,9 @@ pub fn load_policy_and_optimizer<M: Module>(
         .get("optimizer_steps")
         .and_then(Value::as_u64)
         .ok_or_else(|| {
-            RlError::Config(format!(
-                "{}: optimizer_steps: expected a non-negative integer",
-                ck.path_of("state.json")
+            RlError::Config(ConfigError::new(
+                format!("{}: optimizer_steps", ck.path_of("state.json")),
+                "expected a non-negative integer",
             ))
         })?;
     *policy = read_module(ck, "model.safetensors", policy.clone(), device)?;
@@ -400,9 +400,9 @@ pub fn rng_from_state(
         .cloned()
         .and_then(|v| serde_json::from_value(v).ok())
         .ok_or_else(|| {
-            RlError::Config(format!(
-                "{}: {key}: missing or not a generator state",
-                ck.path_of("state.json")
+            RlError::Config(ConfigError::new(
+                format!("{}: {key}", ck.path_of("state.json")),
+                "missing or not a generator state",
             ))
         })
 }
@@ -431,7 +431,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let (n_steps, _, _) = L::rollout_settings(&cfg);
         let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
         L::check_action_space(&core.act_space)
-            .map_err(|e| RlError::Config(format!("{}: {e}", run.env_id)))?;
+            .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))?;
         let policy = L::make_policy(
             &cfg,
             &core.obs_space,
@@ -440,10 +440,9 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
             &device,
         )
         .map_err(|e| {
-            RlError::Config(if e.starts_with("use_sde") {
-                format!("algo_kwargs.{e}")
-            } else {
-                e
+            RlError::Config(match e.strip_prefix("use_sde: ") {
+                Some(m) => ConfigError::new("algo_kwargs.use_sde", m),
+                None => ConfigError::new("policy", e),
             })
         })?;
         core.collector.set_state_dim(policy.state_dim());

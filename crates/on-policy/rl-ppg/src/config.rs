@@ -1,6 +1,6 @@
 //! PPG hyperparameters: the seed table, CleanRL's `ppg_procgen.py` defaults otherwise.
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
 use rl_ppo::PpoConfig;
@@ -106,8 +106,8 @@ impl PpgConfig {
 
 impl AlgoConfig for PpgConfig {
     /// Range checks with messages naming the field (the policy phase's through PPO's).
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         for (f, v) in [
             ("n_policy_epochs", self.n_policy_epochs),
             ("n_policy_iters", self.n_policy_iters),
@@ -128,6 +128,12 @@ impl AlgoConfig for PpgConfig {
         }
         self.policy_phase()
             .validate()
-            .map_err(|e| e.replace("algo_kwargs.n_epochs", "algo_kwargs.n_policy_epochs"))
+            .map_err(|e| match e.field.as_str() {
+                "algo_kwargs.n_epochs" => ConfigError {
+                    field: "algo_kwargs.n_policy_epochs".into(),
+                    ..e
+                },
+                _ => e,
+            })
     }
 }

@@ -315,14 +315,19 @@ impl OnPolicyLearner for PpgLearner {
     fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
         self.ppo.load_state(ck, state)?;
         let file = ck.path_of(AUX_FILE);
-        let bad = |what: &str| RlError::Config(format!("{}: {what}", ck.path_of("state.json")));
+        let bad = |key: &str, what: &str| {
+            RlError::Config(rl_core::config::ConfigError::new(
+                format!("{}: {key}", ck.path_of("state.json")),
+                what,
+            ))
+        };
         let mut aux = TensorMap::from_bytes(ck.file(AUX_FILE)?, &file)?;
         let head = aux.split_off_prefix("head.");
         self.aux_head = load_module_tensors(self.aux_head.clone(), &head, &file, &self.device)?;
         let steps = state
             .get("aux_optimizer_steps")
             .and_then(Value::as_u64)
-            .ok_or_else(|| bad("aux_optimizer_steps: expected a non-negative integer"))?;
+            .ok_or_else(|| bad("aux_optimizer_steps", "expected a non-negative integer"))?;
         // PpgModel's parameters: the actor-critic's, then the head's.
         let n_params = num_params(self.ppo.policy()) + num_params(&self.aux_head);
         self.aux_opt
@@ -339,7 +344,7 @@ impl OnPolicyLearner for PpgLearner {
         self.policy_iters = state
             .get("policy_iters")
             .and_then(Value::as_u64)
-            .ok_or_else(|| bad("policy_iters: expected a non-negative integer"))?
+            .ok_or_else(|| bad("policy_iters", "expected a non-negative integer"))?
             as usize;
         self.rng_aux = rl_on_policy::agent::rng_from_state(ck, state, "rng_aux")?;
         Ok(())

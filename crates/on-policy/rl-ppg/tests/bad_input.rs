@@ -38,7 +38,9 @@ fn errors_name_the_key_or_space() {
         ("  policy_kwargs: {shared: true}\n", "policy_kwargs.shared"),
         ("  n_epochs: 3\n", "n_epochs"),
     ] {
-        let e = PpgConfig::from_kwargs(&run("CartPole-v1", extra).algo_kwargs).unwrap_err();
+        let e = PpgConfig::from_kwargs(&run("CartPole-v1", extra).algo_kwargs)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(key), "{extra}: {e}");
     }
     let e = Ppg::new(

@@ -82,8 +82,8 @@ impl Default for PpoConfig {
 
 impl AlgoConfig for PpoConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if self.n_steps == 0 {
             return err("n_steps", "must be at least 1");
         }

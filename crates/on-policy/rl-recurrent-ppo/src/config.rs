@@ -2,7 +2,7 @@
 //! for the recurrent variant, plus the LSTM settings. In YAML they are one flat table, as
 //! sb3-contrib's keyword arguments.
 
-use rl_core::config::{AlgoConfig, strict};
+use rl_core::config::{AlgoConfig, ConfigError, accepted_keys, strict};
 use rl_core::schedule::Schedule;
 use rl_ppo::PpoConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -39,15 +39,6 @@ impl Default for LstmSettings {
     }
 }
 
-const LSTM_KEYS: [&str; 6] = [
-    "lstm_hidden_size",
-    "n_lstm_layers",
-    "shared_lstm",
-    "enable_critic_lstm",
-    "sequence_length",
-    "max_seq_len",
-];
-
 /// Recurrent PPO hyperparameters (`algo_kwargs` of a run config).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecurrentPpoConfig {
@@ -79,15 +70,17 @@ impl Default for RecurrentPpoConfig {
 impl RecurrentPpoConfig {
     /// Parses a flat table: the LSTM keys go to [`LstmSettings`], the rest to PPO's
     /// (defaults of this algorithm where absent); `source` prefixes error messages.
-    fn from_map(map: &Map<String, Value>, source: &str) -> Result<Self, String> {
+    fn from_map(map: &Map<String, Value>, source: &str) -> Result<Self, ConfigError> {
         let mut ppo = serde_json::to_value(Self::default().ppo)
             .expect("serializable")
             .as_object()
             .cloned()
             .unwrap_or_default();
         let mut lstm = Map::new();
+        // The LSTM keys, aliases included, as serde knows them.
+        let lstm_keys = accepted_keys::<LstmSettings>();
         for (k, v) in map {
-            if LSTM_KEYS.contains(&k.as_str()) {
+            if lstm_keys.contains(&k.as_str()) {
                 lstm.insert(k.clone(), v.clone());
             } else {
                 ppo.insert(k.clone(), v.clone());
@@ -107,7 +100,7 @@ impl RecurrentPpoConfig {
     }
 }
 
-/// PPO's serde aliases, `(alias, field)`.
+/// PPO's serde aliases, `(alias, field)` (a unit test checks the table against serde's).
 const ALIASES: [(&str, &str); 15] = [
     ("lr", "learning_rate"),
     ("lr_schedule", "learning_rate"),
@@ -147,16 +140,16 @@ impl<'de> Deserialize<'de> for RecurrentPpoConfig {
 }
 
 impl AlgoConfig for RecurrentPpoConfig {
-    fn from_kwargs(kw: &Map<String, Value>) -> Result<Self, String> {
+    fn from_kwargs(kw: &Map<String, Value>) -> Result<Self, ConfigError> {
         let c = Self::from_map(kw, "algo_kwargs")?;
         c.validate()?;
         Ok(c)
     }
 
     /// PPO's range checks and the LSTM's, with messages naming the field.
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ConfigError> {
         self.ppo.validate()?;
-        let err = |f: &str, m: &str| Err(format!("algo_kwargs.{f}: {m}"));
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         let l = &self.lstm;
         if l.lstm_hidden_size == 0 {
             return err("lstm_hidden_size", "must be at least 1");
@@ -187,7 +180,7 @@ impl AlgoConfig for RecurrentPpoConfig {
 mod tests {
     use super::*;
 
-    fn parse(yaml: &str) -> Result<RecurrentPpoConfig, String> {
+    fn parse(yaml: &str) -> Result<RecurrentPpoConfig, ConfigError> {
         let v: Value = serde_json::from_str(yaml).unwrap();
         RecurrentPpoConfig::from_kwargs(v.as_object().unwrap())
     }
@@ -211,16 +204,41 @@ mod tests {
     }
 
     #[test]
+    fn the_alias_table_is_ppo_configs() {
+        let canonical = serde_json::to_value(PpoConfig::default()).unwrap();
+        let canonical = canonical.as_object().unwrap();
+        // Every alias serde accepts is in the table...
+        for key in accepted_keys::<PpoConfig>() {
+            assert!(
+                canonical.contains_key(key) || ALIASES.iter().any(|(a, _)| *a == key),
+                "{key}: an alias of PpoConfig missing from ALIASES"
+            );
+        }
+        // ... and each entry is an alias of its field: both spellings at once clash.
+        for (alias, name) in ALIASES {
+            let v = &canonical[name];
+            let both = serde_json::json!({ alias: v, name: v });
+            let e = strict::<PpoConfig>(both, "algo_kwargs").unwrap_err();
+            assert!(
+                e.message.contains(&format!("duplicate field `{name}`")),
+                "{alias} -> {name}: {e}"
+            );
+        }
+        // The LSTM keys come from serde: the alias `max_seq_len` among them.
+        assert!(accepted_keys::<LstmSettings>().contains(&"max_seq_len"));
+    }
+
+    #[test]
     fn bad_keys_and_values_name_the_field() {
         let e = parse(r#"{"lstm_hiden_size": 64}"#).unwrap_err();
-        assert!(e.contains("lstm_hiden_size"), "{e}");
+        assert!(e.message.contains("lstm_hiden_size"), "{e}");
         let e = parse(r#"{"lstm_hidden_size": 0}"#).unwrap_err();
-        assert!(e.contains("algo_kwargs.lstm_hidden_size"), "{e}");
+        assert_eq!(e.field, "algo_kwargs.lstm_hidden_size", "{e}");
         let e = parse(r#"{"sequence_length": "long"}"#).unwrap_err();
-        assert!(e.contains("sequence_length"), "{e}");
+        assert_eq!(e.field, "algo_kwargs.sequence_length", "{e}");
         let e = parse(r#"{"enable_critic_lstm": false}"#).unwrap_err();
-        assert!(e.contains("enable_critic_lstm"), "{e}");
+        assert_eq!(e.field, "algo_kwargs.enable_critic_lstm", "{e}");
         let e = parse(r#"{"batch_size": 0}"#).unwrap_err();
-        assert!(e.contains("algo_kwargs.batch_size"), "{e}");
+        assert_eq!(e.field, "algo_kwargs.batch_size", "{e}");
     }
 }

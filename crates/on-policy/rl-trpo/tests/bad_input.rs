@@ -45,7 +45,9 @@ fn config_errors_name_the_key() {
         ("  policy_kwargs: {shared: true}\n", "policy_kwargs.shared"),
         ("  cg_dampin: 0.1\n", "cg_dampin"),
     ] {
-        let e = TrpoConfig::from_kwargs(&kwargs(extra).algo_kwargs).unwrap_err();
+        let e = TrpoConfig::from_kwargs(&kwargs(extra).algo_kwargs)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(key), "{extra}: {e}");
     }
     let e = Trpo::new(
