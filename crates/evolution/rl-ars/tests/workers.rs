@@ -82,6 +82,18 @@ fn bad_input_is_named() {
     let run = RunConfig::from_yaml(y, &[], "test.yaml").unwrap();
     let e = rl_ars::ArsConfig::from_kwargs(&run.algo_kwargs).unwrap_err();
     assert_eq!(e.field, "algo_kwargs.n_top_directions", "{e}");
+    // Shared normalization needs a vector env; the workers step one env each.
+    let shared = RunConfig::from_yaml(
+        "algorithm: ars\nenv_id: Pendulum-v1\ntotal_timesteps: 1000\nnormalize: {obs: true, shared: true}\n",
+        &[],
+        "test.yaml",
+    )
+    .unwrap();
+    let e = Ars::new(&shared, &rl_envs::testing::training_env, &Device::flex())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("normalize.shared"), "{e}");
     // MultiDiscrete actions are not supported: the error names the space.
     let md = |_: &RunConfig| -> Result<Box<dyn rl_core::Env>, rl_core::EnvError> {
         Ok(Box::new(rl_envs::testing::Match::new(

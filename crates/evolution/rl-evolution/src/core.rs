@@ -92,6 +92,13 @@ impl EvolutionCore {
     /// Builds `num_workers` envs, the policy (initialized from the run's `init` stream) and
     /// the noise table (from the run seed).
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, s: &CoreSettings) -> Result<Self, RlError> {
+        if run.normalize.shared {
+            // Each worker steps its own env; there is no vector to share statistics over.
+            return Err(RlError::Config(rl_core::config::ConfigError::new(
+                "normalize.shared",
+                "evolution strategies' workers each step one env; set it to false",
+            )));
+        }
         if s.num_workers == 0 {
             return Err(RlError::Config(rl_core::config::ConfigError::new(
                 "algo_kwargs.num_workers",

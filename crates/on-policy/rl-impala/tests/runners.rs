@@ -124,4 +124,13 @@ fn bad_config_names_the_key() {
             .to_string();
         assert!(e.contains(key), "{extra}: {e}");
     }
+    // The runners keep their own envs: no vector-wide statistics to share.
+    let mut shared = run("");
+    shared.normalize.obs = true;
+    shared.normalize.shared = true;
+    let e = Impala::new(&shared, &rl_envs::testing::training_env, &Device::flex())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("normalize.shared"), "{e}");
 }
