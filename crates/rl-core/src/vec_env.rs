@@ -56,9 +56,9 @@ impl SharedNormalizer {
         }
     }
 
-    /// After a reset of every env: raw first observations in, normalized out.
-    fn after_reset(&mut self, obs: &mut [f32]) {
-        self.returns.iter_mut().for_each(|r| *r = 0.0);
+    /// The batch of raw observations updates the statistics (while training), then is
+    /// normalized with them.
+    fn observe(&mut self, obs: &mut [f32]) {
         if let Some(rms) = self.obs.as_mut()
             && self.training
         {
@@ -67,23 +67,26 @@ impl SharedNormalizer {
         self.normalize_rows(obs);
     }
 
-    /// After a step: observations, final observations of the envs whose episode ended and
-    /// rewards, all raw in and normalized out.
+    /// After a reset of every env: raw first observations in, normalized out.
+    fn after_reset(&mut self, obs: &mut [f32]) {
+        self.returns.iter_mut().for_each(|r| *r = 0.0);
+        self.observe(obs);
+    }
+
+    /// After a step: observations, final observations of the envs whose episode ended
+    /// (`terminated` or `truncated`) and rewards, all raw in and normalized out.
     fn after_step(
         &mut self,
         obs: &mut [f32],
         final_obs: &mut [f32],
         rewards: &mut [f64],
-        done: &[bool],
+        terminated: &[bool],
+        truncated: &[bool],
     ) {
-        if let Some(rms) = self.obs.as_mut()
-            && self.training
-        {
-            rms.update_batch(obs);
-        }
-        self.normalize_rows(obs);
-        let d = obs.len() / done.len().max(1);
-        for (i, _) in done.iter().enumerate().filter(|(_, d)| **d) {
+        self.observe(obs);
+        let done = |i: usize| terminated[i] || truncated[i];
+        let d = obs.len() / terminated.len().max(1);
+        for i in (0..terminated.len()).filter(|&i| done(i)) {
             self.normalize_rows(&mut final_obs[i * d..(i + 1) * d]);
         }
         if let Some(rms) = self.ret.as_mut() {
@@ -100,8 +103,10 @@ impl SharedNormalizer {
             let scale = (rms.var[0] + 1e-8).sqrt();
             rewards.iter_mut().for_each(|r| *r /= scale);
         }
-        for (g, _) in self.returns.iter_mut().zip(done).filter(|(_, d)| **d) {
-            *g = 0.0;
+        for (i, g) in self.returns.iter_mut().enumerate() {
+            if done(i) {
+                *g = 0.0;
+            }
         }
     }
 }
@@ -525,10 +530,13 @@ impl VecEnv {
             return Err(self.named(e));
         }
         if let Some(norm) = self.shared.as_mut() {
-            let done: Vec<bool> = (0..n)
-                .map(|i| self.terminated[i] || self.truncated[i])
-                .collect();
-            norm.after_step(&mut self.obs, &mut self.final_obs, &mut self.rewards, &done);
+            norm.after_step(
+                &mut self.obs,
+                &mut self.final_obs,
+                &mut self.rewards,
+                &self.terminated,
+                &self.truncated,
+            );
         }
         for i in 0..n {
             if (self.terminated[i] || self.truncated[i])
