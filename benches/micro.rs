@@ -166,7 +166,7 @@ fn dqn_step(c: &mut Criterion) {
     );
     let b = 64;
     let mut r = |n: usize| (0..n).map(|_| rng.normal() as f32).collect::<Vec<f32>>();
-    let mut batch = TransitionBatch {
+    let batch = TransitionBatch {
         indices: (0..b).collect(),
         obs: r(b * 4),
         actions: (0..b).map(|i| (i % 2) as f32).collect(),
@@ -178,7 +178,8 @@ fn dqn_step(c: &mut Criterion) {
         weights: vec![1.0; b],
     };
     c.bench_function("dqn_gradient_step_64_256x256", |bn| {
-        bn.iter(|| black_box(learner.update(&mut batch).unwrap()))
+        let progress = rl::core::Progress::default();
+        bn.iter(|| black_box(learner.update(&batch, &progress).unwrap()))
     });
 }
 

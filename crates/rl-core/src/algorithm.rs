@@ -1,10 +1,12 @@
 //! The `Learner` and `Algorithm` traits, evaluation, callbacks and stop conditions.
 
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::env::{Env, EnvError};
 use crate::logger::Metrics;
 use crate::params::{TensorFileError, TensorMap};
 use crate::spaces::Space;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -78,16 +80,84 @@ pub fn check_finite(step: u64, metrics: &Metrics) -> Result<(), RlError> {
     Ok(())
 }
 
-/// The optimization half of an algorithm: updates its networks from a batch.
+/// Where training stands, handed to every [`Learner::update`] by the shell that owns the
+/// counters (learners keep no copies of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Progress {
+    /// Env steps taken so far, including those of the batch being learned from.
+    pub num_timesteps: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
+    /// Iterations (`train` calls) finished before this one.
+    pub iteration: u64,
+}
+
+/// What a learner saves besides `config.yaml`: its checkpoint files (networks, optimizer
+/// moments) and its entries of `state.json` (step counts, generators, scalars).
+#[derive(Debug, Clone, Default)]
+pub struct LearnerState {
+    /// Checkpoint files by name.
+    pub files: Vec<(&'static str, Vec<u8>)>,
+    /// Entries of `state.json`.
+    pub entries: Map<String, Value>,
+}
+
+impl LearnerState {
+    /// Adds a `state.json` entry.
+    pub fn insert(&mut self, key: &str, value: impl Serialize) {
+        self.entries.insert(
+            key.to_string(),
+            serde_json::to_value(value).expect("state entries serialize"),
+        );
+    }
+
+    /// Adds a checkpoint file.
+    pub fn file(&mut self, name: &'static str, bytes: Vec<u8>) {
+        self.files.push((name, bytes));
+    }
+}
+
+/// Reads the `state.json` entry `key` that a [`Learner::save_state`] wrote, naming the file
+/// and key when it is missing or malformed.
+pub fn state_entry<T: serde::de::DeserializeOwned>(
+    ck: &Checkpoint,
+    entries: &Map<String, Value>,
+    key: &str,
+) -> Result<T, RlError> {
+    entries
+        .get(key)
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .ok_or_else(|| {
+            RlError::Config(crate::config::ConfigError::new(
+                format!("{}: {key}", ck.path_of("state.json")),
+                format!("missing, or not a valid {}", short_type_name::<T>()),
+            ))
+        })
+}
+
+/// `u64`, `Rng`: the last segment of a type's path, for messages.
+fn short_type_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    full.rsplit("::").next().unwrap_or(full)
+}
+
+/// The learning side of an algorithm: updates its networks from a batch. Every algorithm
+/// implements it and its family's shell drives it; nothing in it collects experience.
 pub trait Learner {
     /// What one update consumes (a rollout, a replay batch, a dataset batch…).
     type Batch;
-    /// Updates from `batch` and reports metrics.
-    fn update(&mut self, batch: &mut Self::Batch) -> Result<Metrics, RlError>;
-    /// The current network weights, by parameter path.
+    /// Updates from `batch` at `progress` and reports metrics.
+    fn update(&mut self, batch: &Self::Batch, progress: &Progress) -> Result<Metrics, RlError>;
+    /// The weights the acting side needs, by parameter path.
     fn weights(&self) -> TensorMap;
-    /// Replaces the network weights (e.g. from another learner or a checkpoint).
+    /// Replaces those weights (e.g. from another learner or a checkpoint).
     fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError>;
+    /// Everything it needs to continue exactly: networks, optimizers, generators.
+    fn save_state(&self) -> LearnerState;
+    /// Restores what [`save_state`](Self::save_state) wrote into checkpoint `ck` (`entries`
+    /// are the learner's part of its `state.json`).
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError>;
 }
 
 /// Mean and spread of evaluation returns.

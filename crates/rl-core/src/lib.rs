@@ -37,7 +37,8 @@ pub mod vtrace;
 pub mod wrappers;
 
 pub use algorithm::{
-    Algorithm, Callback, Control, EvalResult, Event, Learner, RlError, StopConditions,
+    Algorithm, Callback, Control, EvalResult, Event, Learner, LearnerState, Progress, RlError,
+    StopConditions,
 };
 pub use env::{Env, EnvError, Info, Step};
 pub use rng::Rng;

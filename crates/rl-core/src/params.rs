@@ -363,6 +363,17 @@ pub fn load_module_tensors<M: Module>(
     Ok(set_flat(module, values))
 }
 
+/// [`load_module_tensors`] in place: `module`'s weights become those of `map` (named
+/// `"weights"` in errors).
+pub fn set_module_tensors<M: Module>(
+    module: &mut M,
+    map: &TensorMap,
+    device: &Device,
+) -> Result<(), TensorFileError> {
+    *module = load_module_tensors(module.clone(), map, "weights", device)?;
+    Ok(())
+}
+
 /// `target ← τ·online + (1 − τ)·target` over all parameters (τ = 1: a hard copy).
 pub fn polyak<M: Module>(target: M, online: &M, tau: f64) -> M {
     let src = flat_params(online);

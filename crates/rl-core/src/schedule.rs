@@ -14,6 +14,11 @@ pub enum Schedule {
 }
 
 impl Schedule {
+    /// The value where training stands.
+    pub fn at(&self, p: &crate::algorithm::Progress) -> f64 {
+        self.value(p.num_timesteps, p.total_timesteps)
+    }
+
     /// The value after `timestep` of `total` env steps.
     pub fn value(&self, timestep: u64, total: u64) -> f64 {
         match self {

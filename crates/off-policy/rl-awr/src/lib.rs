@@ -9,36 +9,28 @@ pub mod loss;
 
 pub use config::AwrConfig;
 
-use rl_core::Rng;
-use rl_core::algorithm::{Algorithm, RlError, check_finite};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::AlgoConfig;
-use rl_core::config::RunConfig;
+use rl_core::checkpoint::{Checkpoint, read_module};
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
-use rl_core::replay::{NStep, Replay, TransitionBatch};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::replay::{NStep, TransitionBatch};
+use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{CoreState, OffPolicyCore, ReplayOptions};
+use rl_off_policy::{
+    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
+    ReplayOptions, TrainFrequency,
+};
 use rl_on_policy::ActorCritic;
-use serde::{Deserialize, Serialize};
-use std::path::Path;
-use std::time::Instant;
+use serde_json::{Map, Value};
 
-/// What `state.json` holds besides the family's [`CoreState`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedState {
-    core: CoreState,
-    policy_steps: u64,
-    value_steps: u64,
-}
-
-/// An AWR agent.
-pub struct Awr {
-    core: OffPolicyCore,
+/// The learning side of AWR: the policy and value networks, their optimizers, the minibatch
+/// generator.
+pub struct AwrLearner {
     cfg: AwrConfig,
     device: Device,
     infer: Device,
@@ -48,65 +40,12 @@ pub struct Awr {
     value: ActorCritic,
     opt_policy: FlatOptimizer,
     opt_value: FlatOptimizer,
+    rng_batch: Rng,
+    n_envs: usize,
+    act_space: Space,
 }
 
-impl Awr {
-    /// A fresh agent for `run` (its `algo_kwargs` are AWR hyperparameters) on `device`.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = AwrConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let replay = ReplayOptions {
-            buffer_size: cfg.buffer_size,
-            n_step: NStep::Fixed(1),
-            prioritized: false,
-            alpha: 0.0,
-            beta: 0.0,
-            eps: 1e-6,
-        };
-        let core = OffPolicyCore::new(run, make_env, &replay, |space| Ok(space.raw_dim()))?;
-        let device = device.clone().autodiff();
-        let mut rng = Rng::for_stream(run.seed, "init");
-        // Two single-purpose networks: each optimizer sees zero gradients for the head it
-        // does not use, which Adam leaves untouched.
-        let mut kw = cfg.policy_kwargs.clone();
-        kw.shared = true;
-        let build = |rng: &mut Rng| {
-            ActorCritic::new(&core.obs_space, &core.act_space, &kw, rng, &device)
-                .map_err(|e| RlError::Config(rl_core::config::ConfigError::new("policy", e)))
-        };
-        let policy = build(&mut rng)?;
-        let value = build(&mut rng)?;
-        Ok(Self {
-            opt_policy: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
-            opt_value: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
-            infer: device.clone().inner(),
-            device,
-            core,
-            cfg,
-            policy,
-            value,
-        })
-    }
-
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "awr")?;
-        let mut awr = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
-        let dev = awr.device.clone();
-        awr.policy = read_module(&ck, "policy.safetensors", awr.policy.clone(), &dev)?;
-        awr.value = read_module(&ck, "value.safetensors", awr.value.clone(), &dev)?;
-        let opt_file = ck.path_of("optimizer.safetensors");
-        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        let (np, nv) = (num_params(&awr.policy), num_params(&awr.value));
-        awr.opt_policy
-            .load("policy", &mut opt, state.policy_steps, np, &opt_file, &dev)?;
-        awr.opt_value
-            .load("value", &mut opt, state.value_steps, nv, &opt_file, &dev)?;
-        let store = awr.cfg.store_buffer_in_checkpoints;
-        awr.core.restore(state.core, &ck, store)?;
-        Ok(awr)
-    }
-
+impl AwrLearner {
     /// The hyperparameters.
     pub fn config(&self) -> &AwrConfig {
         &self.cfg
@@ -120,11 +59,6 @@ impl Awr {
     /// The value network.
     pub fn value(&self) -> &ActorCritic {
         &self.value
-    }
-
-    /// The replay of recent samples.
-    pub fn replay(&self) -> &Replay {
-        &self.core.replay
     }
 
     /// TD(λ) targets and value estimates over the whole replay (time-ordered rows).
@@ -167,30 +101,14 @@ impl Awr {
     }
 }
 
-impl Algorithm for Awr {
-    rl_off_policy::core_accessors!("awr");
+impl Learner for AwrLearner {
+    type Batch = TransitionBatch;
 
-    /// Collect `n_steps` per env, `value_steps` value updates on TD(λ) targets, then
-    /// `policy_steps` advantage-weighted regression steps.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let pol = self.policy.valid();
-        let (infer, space) = (self.infer.clone(), self.core.act_space.clone());
-        let c = self
-            .core
-            .collect(self.cfg.n_steps, 0, |obs, n, rng, _, _| {
-                let d = obs.len() / n.max(1);
-                let raw = pol.sample_actions(tensor2(obs.to_vec(), n, d, &infer), rng, false);
-                let mut env = raw.clone();
-                space.clip_to_bounds(&mut env);
-                Ok((env, raw))
-            })?;
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.core.num_timesteps, self.core.total_timesteps);
-        let ne = self.core.collector.num_envs();
-        let data = self.core.replay.chronological();
+    /// On the whole replay (`data`, oldest rows first): `value_steps` value updates on TD(λ)
+    /// targets, then `policy_steps` advantage-weighted regression steps.
+    fn update(&mut self, data: &TransitionBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let lr = self.cfg.learning_rate.at(progress);
+        let ne = self.n_envs;
         let n = data.len();
         let od = data.obs.len() / n.max(1);
         let ad = data.actions.len() / n.max(1);
@@ -205,10 +123,10 @@ impl Algorithm for Awr {
                 .collect()
         };
         // Value function on fixed TD(λ) targets.
-        let (ret, _) = self.targets(&data, ne);
+        let (ret, _) = self.targets(data, ne);
         let mut v_loss = 0.0;
         for _ in 0..self.cfg.value_steps {
-            let idx = batch(&mut self.core.rng_replay);
+            let idx = batch(&mut self.rng_batch);
             let pred = self
                 .value
                 .values(tensor2(rows(&data.obs, od, &idx), bs, od, &dev));
@@ -219,7 +137,7 @@ impl Algorithm for Awr {
             self.value = self.opt_value.step_flat(lr, self.value.clone(), g).0;
         }
         // Advantages with the updated value function, then weighted regression.
-        let (ret, values) = self.targets(&data, ne);
+        let (ret, values) = self.targets(data, ne);
         let adv: Vec<f32> = ret.iter().zip(&values).map(|(r, v)| r - v).collect();
         let w = loss::advantage_weights(
             &adv,
@@ -229,7 +147,7 @@ impl Algorithm for Awr {
         );
         let mut p_loss = 0.0;
         for _ in 0..self.cfg.policy_steps {
-            let idx = batch(&mut self.core.rng_replay);
+            let idx = batch(&mut self.rng_batch);
             let obs = tensor2(rows(&data.obs, od, &idx), bs, od, &dev);
             let act = tensor2(rows(&data.actions, ad, &idx), bs, ad, &dev);
             let (logp, _) = self.policy.log_prob_entropy(obs, act);
@@ -238,7 +156,6 @@ impl Algorithm for Awr {
             let g = flat_grads(&self.policy, l.backward(), &dev);
             self.policy = self.opt_policy.step_flat(lr, self.policy.clone(), g).0;
         }
-        self.core.iterations += 1;
         let mut m = Metrics::new();
         m.insert("losses/value_loss".into(), v_loss);
         m.insert("losses/policy_loss".into(), p_loss);
@@ -256,50 +173,159 @@ impl Algorithm for Awr {
         );
         m.insert("charts/learning_rate".into(), lr);
         m.insert("charts/replay_size".into(), n as f64);
-        self.core.finish_metrics(&mut m, &c, t0);
-        check_finite(self.core.num_timesteps, &m)?;
         Ok(m)
     }
 
-    /// The distribution's mode when `deterministic`, a policy sample otherwise (Box actions
-    /// clipped to the bounds).
-    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = self.core.flat_obs(obs)?;
-        Ok(self.policy.predict_clipped(
-            flat,
-            n,
-            &self.infer,
-            &mut self.core.rng_predict,
-            deterministic,
-            &self.core.act_space,
-        ))
+    /// The policy's weights: what the acting side needs.
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
     }
 
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    /// Both networks, both optimizers, the minibatch generator.
+    fn save_state(&self) -> LearnerState {
         let mut opt = TensorMap::default();
-        let policy_steps = self.opt_policy.save("policy", &mut opt);
-        let value_steps = self.opt_value.save("value", &mut opt);
-        let (core, replay_file) = self.core.state(self.cfg.store_buffer_in_checkpoints)?;
-        let state = SavedState {
-            core,
-            policy_steps,
-            value_steps,
-        };
-        let mut files = vec![
-            ("config.yaml", self.core.run_to_save(&self.cfg)?),
-            (
-                "policy.safetensors",
-                module_tensors(&self.policy).to_bytes(),
-            ),
-            ("value.safetensors", module_tensors(&self.value).to_bytes()),
-            ("optimizer.safetensors", opt.to_bytes()),
-            (
-                "state.json",
-                serde_json::to_vec_pretty(&state).expect("serializable"),
-            ),
-        ];
-        files.extend(replay_file);
-        write_checkpoint(dir, "awr", &files)?;
+        let mut state = LearnerState::default();
+        state.insert("policy_steps", self.opt_policy.save("policy", &mut opt));
+        state.insert("value_steps", self.opt_value.save("value", &mut opt));
+        state.insert("rng_batch", &self.rng_batch);
+        state.file(
+            "policy.safetensors",
+            module_tensors(&self.policy).to_bytes(),
+        );
+        state.file("value.safetensors", module_tensors(&self.value).to_bytes());
+        state.file("optimizer.safetensors", opt.to_bytes());
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        self.policy = read_module(ck, "policy.safetensors", self.policy.clone(), &dev)?;
+        self.value = read_module(ck, "value.safetensors", self.value.clone(), &dev)?;
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        let (np, nv) = (num_params(&self.policy), num_params(&self.value));
+        let steps = state_entry(ck, entries, "policy_steps")?;
+        self.opt_policy
+            .load("policy", &mut opt, steps, np, &opt_file, &dev)?;
+        let steps = state_entry(ck, entries, "value_steps")?;
+        self.opt_value
+            .load("value", &mut opt, steps, nv, &opt_file, &dev)?;
+        self.rng_batch = state_entry(ck, entries, "rng_batch")?;
         Ok(())
     }
 }
+
+/// The acting side of AWR: an inference copy of the policy.
+pub struct AwrActor {
+    policy: ActorCritic,
+    act_space: Space,
+    device: Device,
+}
+
+impl OffPolicyActor for AwrActor {
+    /// The distribution's mode when deterministic, a policy sample otherwise; the replay
+    /// keeps the raw sample, the envs get it clipped to a Box's bounds.
+    fn act(
+        &self,
+        flat: &[f32],
+        n: usize,
+        rng: &mut Rng,
+        mode: ActMode,
+        _progress: &Progress,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let d = flat.len() / n.max(1);
+        let obs = tensor2(flat.to_vec(), n, d, &self.device);
+        let raw = self
+            .policy
+            .sample_actions(obs, rng, mode == ActMode::Deterministic);
+        let mut env = raw.clone();
+        self.act_space.clip_to_bounds(&mut env);
+        (env, raw)
+    }
+}
+
+impl OffPolicyLearner for AwrLearner {
+    type Config = AwrConfig;
+    type Actor = AwrActor;
+    const NAME: &'static str = "awr";
+
+    /// `n_steps` per env between updates, a FIFO replay of recent samples, one pass over it.
+    fn settings(cfg: &AwrConfig) -> OffPolicySettings {
+        OffPolicySettings {
+            frequency: TrainFrequency {
+                learning_starts: 0,
+                train_freq: cfg.n_steps,
+                gradient_steps: 1,
+                training_intensity: None,
+                batch_size: cfg.batch_size,
+            },
+            replay: ReplayOptions {
+                buffer_size: cfg.buffer_size,
+                n_step: NStep::Fixed(1),
+                prioritized: false,
+                alpha: 0.0,
+                beta: 0.0,
+                eps: 1e-6,
+            },
+            gamma: cfg.gamma,
+            store_buffer: cfg.store_buffer_in_checkpoints,
+            feed: Feed::WholeReplay,
+        }
+    }
+
+    /// Actions are stored raw (any space the policy handles).
+    fn stored_action_dim(space: &Space) -> Result<usize, String> {
+        Ok(space.raw_dim())
+    }
+
+    fn build(
+        cfg: AwrConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let mut rng = Rng::for_stream(run.seed, "init");
+        // Two single-purpose networks: each optimizer sees zero gradients for the head it
+        // does not use, which Adam leaves untouched.
+        let mut kw = cfg.policy_kwargs.clone();
+        kw.shared = true;
+        let build = |rng: &mut Rng| {
+            ActorCritic::new(obs_space, act_space, &kw, rng, &device)
+                .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+        };
+        let policy = build(&mut rng)?;
+        let value = build(&mut rng)?;
+        Ok(Self {
+            opt_policy: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
+            opt_value: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
+            infer: device.clone().inner(),
+            device,
+            cfg,
+            policy,
+            value,
+            // The stream the shell's replay sampling would use: AWR samples its own minibatches.
+            rng_batch: Rng::for_stream(run.seed, "replay"),
+            n_envs: run.n_envs,
+            act_space: act_space.clone(),
+        })
+    }
+
+    fn config(&self) -> &AwrConfig {
+        &self.cfg
+    }
+
+    fn actor(&self) -> AwrActor {
+        AwrActor {
+            policy: self.policy.valid(),
+            act_space: self.act_space.clone(),
+            device: self.infer.clone(),
+        }
+    }
+}
+
+/// An AWR agent with its envs and replay of recent samples.
+pub type Awr = OffPolicyAgent<AwrLearner>;

@@ -34,8 +34,14 @@ fn check(env: &str) {
     assert_eq!(c.replay().len(), 300, "the wrapped replay came back");
     mb.extend((0..m).map(|_| strip(&c.train().unwrap())));
     assert_eq!(ma, mb, "{env}: metrics differ after resume");
-    assert_eq!(module_tensors(a.policy()), module_tensors(c.policy()));
-    assert_eq!(module_tensors(a.value()), module_tensors(c.value()));
+    assert_eq!(
+        module_tensors(a.learner().policy()),
+        module_tensors(c.learner().policy())
+    );
+    assert_eq!(
+        module_tensors(a.learner().value()),
+        module_tensors(c.learner().value())
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -157,7 +157,28 @@ impl Default for DqnConfig {
 }
 
 impl DqnConfig {
-    rl_off_policy::loop_settings!();
+    /// When to learn and how much.
+    pub fn train_frequency(&self) -> rl_off_policy::TrainFrequency {
+        rl_off_policy::TrainFrequency {
+            learning_starts: self.learning_starts,
+            train_freq: self.train_freq,
+            gradient_steps: self.gradient_steps,
+            training_intensity: self.training_intensity,
+            batch_size: self.batch_size,
+        }
+    }
+
+    /// The replay buffer.
+    pub fn replay_options(&self) -> rl_off_policy::ReplayOptions {
+        rl_off_policy::ReplayOptions {
+            buffer_size: self.buffer_size,
+            n_step: self.n_step,
+            prioritized: self.prioritized_replay,
+            alpha: self.prioritized_replay_alpha,
+            beta: self.prioritized_replay_beta,
+            eps: self.prioritized_replay_eps,
+        }
+    }
 
     /// The target-network updates.
     pub fn target_update(&self) -> TargetUpdate {

@@ -10,26 +10,24 @@ pub mod model;
 pub use config::{DqnConfig, QPolicyKwargs, TdLoss};
 pub use model::{NetNoise, QNetwork, QNetworkConfig};
 
-use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
+use rayon::prelude::*;
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::activation::log_softmax;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::AlgoConfig;
+use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::RunConfig;
-
-use rayon::prelude::*;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
-use rl_core::replay::{Replay, TransitionBatch};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{CoreState, OffPolicyCore};
-use serde::{Deserialize, Serialize};
-use std::path::Path;
-use std::time::Instant;
+use rl_off_policy::{
+    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
+};
+use serde_json::{Map, Value};
 
 /// The optimization half of DQN: online and target networks, the optimizer, the noise RNG.
 pub struct DqnLearner {
@@ -41,10 +39,6 @@ pub struct DqnLearner {
     rng_noise: Rng,
     support: Option<(Vec<f32>, Tensor<1>, Tensor<1>)>,
     td_errors: Vec<f32>,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl DqnLearner {
@@ -52,9 +46,7 @@ impl DqnLearner {
     pub fn new(cfg: DqnConfig, online: QNetwork, device: Device, rng_noise: Rng) -> Self {
         let target = online.valid();
         let support = (cfg.num_atoms > 1).then(|| {
-            let a = cfg.num_atoms;
-            let dz = (cfg.v_max - cfg.v_min) / (a - 1) as f64;
-            let z: Vec<f32> = (0..a).map(|i| (cfg.v_min + i as f64 * dz) as f32).collect();
+            let z = support_atoms(&cfg);
             let zi = tensor1(z.clone(), &device.clone().inner());
             let za = tensor1(z.clone(), &device);
             (z, zi, za)
@@ -68,8 +60,6 @@ impl DqnLearner {
             rng_noise,
             support,
             td_errors: Vec::new(),
-            num_timesteps: 0,
-            total_timesteps: 0,
         }
     }
 
@@ -110,27 +100,8 @@ impl Learner for DqnLearner {
     /// One gradient step on a replay batch. Batches of 32 or more are split in two halves
     /// whose forward and backward passes run on the two cores at once (each half's loss is
     /// its share of the batch mean; the noisy nets use one noise sample for the whole batch).
-    fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
-        self.update_with(batch)
-    }
-
-    fn weights(&self) -> TensorMap {
-        module_tensors(&self.online)
-    }
-
-    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        self.online = load_module_tensors(self.online.clone(), weights, "weights", &self.device)?;
-        Ok(())
-    }
-}
-
-impl DqnLearner {
-    /// [`Learner::update`] on a borrowed batch.
-    pub fn update_with(&mut self, batch: &TransitionBatch) -> Result<Metrics, RlError> {
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.num_timesteps, self.total_timesteps);
+    fn update(&mut self, batch: &TransitionBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let lr = self.cfg.learning_rate.at(progress);
         let b = batch.len();
         let inner = self.device.clone().inner();
         // Noise: one sample for the online net (this step's forward passes), one for the target.
@@ -165,7 +136,7 @@ impl DqnLearner {
                 None => p.grads,
             });
         }
-        rl_core::algorithm::check_losses(self.num_timesteps, &[("losses/td_loss", lv)])?;
+        rl_core::algorithm::check_losses(progress.num_timesteps, &[("losses/td_loss", lv)])?;
         let g = g_sum.expect("at least one half");
         let (online, stats) = self.opt.step_flat(lr, self.online.clone(), g);
         self.online = online;
@@ -175,6 +146,44 @@ impl DqnLearner {
         m.insert("losses/grad_norm".into(), stats.grad_norm as f64);
         m.insert("charts/learning_rate".into(), lr);
         Ok(m)
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.online)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.online, weights, &self.device)?)
+    }
+
+    /// The online and target networks, Adam's state and the noise generator.
+    fn save_state(&self) -> LearnerState {
+        let mut opt = TensorMap::default();
+        let mut state = LearnerState::default();
+        state.insert("optimizer_steps", self.opt.save("adam", &mut opt));
+        state.insert("rng_noise", &self.rng_noise);
+        state.file("model.safetensors", self.weights().to_bytes());
+        state.file(
+            "target.safetensors",
+            module_tensors(&self.target).to_bytes(),
+        );
+        state.file("optimizer.safetensors", opt.to_bytes());
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        self.online = read_module(ck, "model.safetensors", self.online.clone(), &dev)?;
+        // The target lives on the inference backend.
+        self.target = read_module(ck, "target.safetensors", self.target.clone(), &dev)?.valid();
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        let steps = state_entry(ck, entries, "optimizer_steps")?;
+        let n = num_params(&self.online);
+        self.opt
+            .load("adam", &mut opt_map, steps, n, &opt_file, &dev)?;
+        self.rng_noise = state_entry(ck, entries, "rng_noise")?;
+        Ok(())
     }
 }
 
@@ -326,40 +335,112 @@ impl HalfCtx<'_> {
     }
 }
 
-/// What `state.json` holds besides the family's [`CoreState`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedState {
-    core: CoreState,
-    optimizer_steps: u64,
-    rng_noise: Rng,
+/// The acting side of DQN: an inference copy of the online network, the ε schedule.
+pub struct DqnActor {
+    net: QNetwork,
+    support: Option<Tensor<1>>,
+    cfg: DqnConfig,
+    device: Device,
 }
 
-/// A DQN agent with its envs and replay buffer, ready to train.
-pub struct Dqn {
-    core: OffPolicyCore,
-    learner: DqnLearner,
-    infer: Device,
-    infer_net: Option<QNetwork>,
+impl DqnActor {
+    /// An actor for `net` (inference backend) with `cfg`'s exploration schedule.
+    pub fn new(net: QNetwork, cfg: DqnConfig, device: Device) -> Self {
+        let support = (cfg.num_atoms > 1).then(|| tensor1(support_atoms(&cfg), &device));
+        Self {
+            net,
+            support,
+            cfg,
+            device,
+        }
+    }
 }
 
-impl Dqn {
-    /// A fresh agent for `run` (its `algo_kwargs` are DQN hyperparameters) on `device`.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = DqnConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let core = OffPolicyCore::new(run, make_env, &cfg.replay_options(), |space| match space {
-            Space::Discrete { .. } => Ok(1),
-            other => Err(RlError::Config(rl_core::config::ConfigError::new(
-                &run.env_id,
-                format!("dqn needs a Discrete action space, not {other:?}"),
-            ))),
-        })?;
-        let Space::Discrete { n, .. } = core.act_space else {
-            unreachable!("checked above")
+impl OffPolicyActor for DqnActor {
+    /// Greedy actions (mean weights for noisy nets) when deterministic; otherwise ε-greedy
+    /// with ε where training stands and, for noisy nets, a fresh noise sample.
+    fn act(
+        &self,
+        flat: &[f32],
+        n: usize,
+        rng: &mut Rng,
+        mode: ActMode,
+        p: &Progress,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let explore = mode == ActMode::Explore;
+        let noise = if explore {
+            self.net.sample_noise(rng)
+        } else {
+            None
         };
-        let device = device.clone().autodiff();
-        let mut rng_init = Rng::for_stream(run.seed, "init");
+        let d = flat.len() / n.max(1);
+        let q = self.net.q_values(
+            tensor2(flat.to_vec(), n, d, &self.device),
+            noise.map(|z| z.to_device(&self.device)).as_deref(),
+            self.support.as_ref(),
+        );
+        let greedy = loss::argmax_rows(&host(q), self.net.n_actions());
+        let eps = self.cfg.epsilon_at(p.num_timesteps, p.total_timesteps);
+        let n_actions = self.net.n_actions() as u64;
+        let acts: Vec<f32> = greedy
+            .into_iter()
+            .map(|g| {
+                if explore && rng.uniform() < eps {
+                    rng.below(n_actions) as f32
+                } else {
+                    g as f32
+                }
+            })
+            .collect();
+        (acts.clone(), acts)
+    }
+}
+
+/// The C51 atoms `v_min ..= v_max`.
+fn support_atoms(cfg: &DqnConfig) -> Vec<f32> {
+    let a = cfg.num_atoms;
+    let dz = (cfg.v_max - cfg.v_min) / (a - 1) as f64;
+    (0..a).map(|i| (cfg.v_min + i as f64 * dz) as f32).collect()
+}
+
+impl DqnLearner {
+    /// ε where training stands.
+    pub fn epsilon(&self, p: &Progress) -> f64 {
+        self.cfg.epsilon_at(p.num_timesteps, p.total_timesteps)
+    }
+}
+
+impl OffPolicyLearner for DqnLearner {
+    type Config = DqnConfig;
+    type Actor = DqnActor;
+    const NAME: &'static str = "dqn";
+
+    fn settings(cfg: &DqnConfig) -> OffPolicySettings {
+        OffPolicySettings {
+            frequency: cfg.train_frequency(),
+            replay: cfg.replay_options(),
+            gamma: cfg.gamma,
+            store_buffer: cfg.store_buffer_in_checkpoints,
+            feed: Feed::Sampled,
+        }
+    }
+
+    fn stored_action_dim(space: &Space) -> Result<usize, String> {
+        match space {
+            Space::Discrete { .. } => Ok(1),
+            other => Err(format!("dqn needs a Discrete action space, not {other:?}")),
+        }
+    }
+
+    fn build(
+        cfg: DqnConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let n = act_space.flat_dim();
         let net = QNetworkConfig {
-            d_input: core.obs_space.flat_dim(),
+            d_input: obs_space.flat_dim(),
             n_actions: n,
             net_arch: cfg.policy_kwargs.net_arch.clone(),
             hiddens: cfg.hiddens.clone(),
@@ -368,227 +449,44 @@ impl Dqn {
             atoms: cfg.num_atoms,
             noisy_sigma0: cfg.noisy.then_some(cfg.sigma0),
         }
-        .init(&mut rng_init, &device);
-        let mut learner =
-            DqnLearner::new(cfg, net, device.clone(), Rng::for_stream(run.seed, "noise"));
-        learner.total_timesteps = run.total_timesteps;
-        Ok(Self {
-            core,
-            learner,
-            infer: device.inner(),
-            infer_net: None,
-        })
+        .init(&mut Rng::for_stream(run.seed, "init"), &device);
+        Ok(Self::new(
+            cfg,
+            net,
+            device,
+            Rng::for_stream(run.seed, "noise"),
+        ))
     }
 
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "dqn")?;
-        let mut dqn = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
-        let dev = dqn.learner.device.clone();
-        let l = &mut dqn.learner;
-        l.online = read_module(&ck, "model.safetensors", l.online.clone(), &dev)?;
-        // The target lives on the inference backend.
-        l.target = read_module(&ck, "target.safetensors", l.target.clone(), &dev)?.valid();
-        let opt_file = ck.path_of("optimizer.safetensors");
-        let mut opt_map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        l.opt.load(
-            "adam",
-            &mut opt_map,
-            state.optimizer_steps,
-            num_params(&l.online),
-            &opt_file,
-            &dev,
-        )?;
-        l.rng_noise = state.rng_noise;
-        let store = l.cfg.store_buffer_in_checkpoints;
-        dqn.core.restore(state.core, &ck, store)?;
-        Ok(dqn)
+    fn config(&self) -> &DqnConfig {
+        &self.cfg
     }
 
-    /// The hyperparameters.
-    pub fn config(&self) -> &DqnConfig {
-        &self.learner.cfg
+    fn actor(&self) -> DqnActor {
+        DqnActor::new(
+            self.online.valid(),
+            self.cfg.clone(),
+            self.device.clone().inner(),
+        )
     }
 
-    /// The learner (networks, optimizer).
-    pub fn learner(&self) -> &DqnLearner {
-        &self.learner
+    fn priorities(&self) -> &[f32] {
+        &self.td_errors
     }
 
-    /// The replay buffer.
-    pub fn replay(&self) -> &Replay {
-        &self.core.replay
-    }
-
-    /// Warnings raised while loading (e.g. a replay buffer flag that disagrees).
-    pub fn warnings(&self) -> &[String] {
-        &self.core.warnings
-    }
-
-    /// The exploration rate now.
-    pub fn epsilon(&self) -> f64 {
-        self.learner
+    /// The target updates that fell in the collection's env steps.
+    fn after_collect(&mut self, calls_before: u64, calls_after: u64, n_envs: usize) {
+        let k = self
             .cfg
-            .epsilon_at(self.core.num_timesteps, self.core.total_timesteps)
-    }
-}
-
-/// Greedy actions of `net` for `n` flat observations, with `noise` (noisy nets) if given.
-fn greedy(
-    net: &QNetwork,
-    flat: &[f32],
-    n: usize,
-    noise: Option<NetNoise>,
-    support: Option<&Tensor<1>>,
-    device: &Device,
-) -> Vec<usize> {
-    let d = flat.len() / n.max(1);
-    let q = net.q_values(
-        tensor2(flat.to_vec(), n, d, device),
-        noise.map(|z| z.to_device(device)).as_deref(),
-        support,
-    );
-    loss::argmax_rows(&host(q), net.n_actions())
-}
-
-impl Algorithm for Dqn {
-    rl_off_policy::core_accessors!("dqn");
-
-    /// `train_freq` vector steps of ε-greedy collection, the target updates that fell in
-    /// them, then the gradient steps due.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let ne = self.core.collector.num_envs();
-        let cfg = self.learner.cfg.clone();
-        let total = self.core.total_timesteps;
-        let net = match self.infer_net.take() {
-            Some(n) => n,
-            None => self.learner.online.valid(),
-        };
-        let support = self.learner.support_inner().cloned();
-        let n_actions = net.n_actions() as u64;
-        let infer = self.infer.clone();
-        let mut eps = cfg.epsilon_at(self.core.num_timesteps, total);
-        let c = self.core.collect(
-            cfg.train_freq,
-            cfg.learning_starts,
-            |obs, n, rng, random, t| {
-                eps = cfg.epsilon_at(t, total);
-                let acts = if random {
-                    (0..n).map(|_| rng.below(n_actions) as f32).collect()
-                } else {
-                    let noise = net.sample_noise(rng);
-                    greedy(&net, obs, n, noise, support.as_ref(), &infer)
-                        .into_iter()
-                        .map(|g| {
-                            if rng.uniform() < eps {
-                                rng.below(n_actions) as f32
-                            } else {
-                                g as f32
-                            }
-                        })
-                        .collect::<Vec<f32>>()
-                };
-                Ok((acts.clone(), acts))
-            },
-        )?;
-        self.infer_net = Some(net);
-        let k = cfg
             .target_update()
-            .due(c.calls_before, self.core.n_calls, ne);
-        self.learner.update_target(k);
-        let steps = cfg.train_frequency().gradient_steps(
-            self.core.num_timesteps,
-            c.steps,
-            &mut self.core.credit,
-        );
-        self.learner.num_timesteps = self.core.num_timesteps;
-        self.learner.total_timesteps = total;
-        let beta = cfg.replay_options().beta_at(self.core.num_timesteps, total);
-        let l = &mut self.learner;
-        let mut m = self
-            .core
-            .replay_steps(steps, cfg.batch_size, cfg.gamma as f32, beta, |b| {
-                let m = l.update_with(b)?;
-                Ok((m, l.td_errors().to_vec()))
-            })?;
-        if steps > 0 {
-            self.infer_net = None;
-        }
-        self.core.iterations += 1;
-        m.insert("charts/epsilon".into(), eps);
-        m.insert("charts/gradient_steps".into(), steps as f64);
-        if cfg.prioritized_replay {
-            m.insert("charts/beta".into(), beta);
-        }
-        self.core.finish_metrics(&mut m, &c, t0);
-        check_finite(self.core.num_timesteps, &m)?;
-        Ok(m)
+            .due(calls_before, calls_after, n_envs);
+        self.update_target(k);
     }
 
-    /// Greedy actions (mean weights for noisy nets) when `deterministic`; otherwise ε-greedy
-    /// with the current ε and, for noisy nets, a fresh noise sample.
-    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = self.core.flat_obs(obs)?;
-        let eps = if deterministic { 0.0 } else { self.epsilon() };
-        let net = match self.infer_net.take() {
-            Some(n) => n,
-            None => self.learner.online.valid(),
-        };
-        let rng = &mut self.core.rng_predict;
-        let noise = if deterministic {
-            None
-        } else {
-            net.sample_noise(rng)
-        };
-        let g = greedy(
-            &net,
-            &flat,
-            n,
-            noise,
-            self.learner.support_inner(),
-            &self.infer,
-        );
-        let n_actions = net.n_actions() as u64;
-        self.infer_net = Some(net);
-        Ok(g.into_iter()
-            .map(|g| {
-                if eps > 0.0 && rng.uniform() < eps {
-                    rng.below(n_actions) as f32
-                } else {
-                    g as f32
-                }
-            })
-            .collect())
-    }
-
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut opt = TensorMap::default();
-        let optimizer_steps = self.learner.opt.save("adam", &mut opt);
-        let (core, replay_file) = self
-            .core
-            .state(self.learner.cfg.store_buffer_in_checkpoints)?;
-        let state = SavedState {
-            core,
-            optimizer_steps,
-            rng_noise: self.learner.rng_noise.clone(),
-        };
-        let mut files = vec![
-            ("config.yaml", self.core.run_to_save(&self.learner.cfg)?),
-            ("model.safetensors", self.learner.weights().to_bytes()),
-            (
-                "target.safetensors",
-                module_tensors(&self.learner.target).to_bytes(),
-            ),
-            ("optimizer.safetensors", opt.to_bytes()),
-            (
-                "state.json",
-                serde_json::to_vec_pretty(&state).expect("serializable"),
-            ),
-        ];
-        files.extend(replay_file);
-        write_checkpoint(dir, "dqn", &files)?;
-        Ok(())
+    fn acting_metrics(&self, p: &Progress, m: &mut Metrics) {
+        m.insert("charts/epsilon".into(), self.epsilon(p));
     }
 }
+
+/// A DQN agent with its envs and replay buffer, ready to train.
+pub type Dqn = OffPolicyAgent<DqnLearner>;

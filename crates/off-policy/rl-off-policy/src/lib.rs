@@ -1,8 +1,15 @@
 //! rl-off-policy: what DQN, SAC and the other replay-based learners share. The sample →
 //! store → learn loop ([`Collector`], [`TrainFrequency`]), target networks ([`polyak`],
 //! [`TargetUpdate`]), exploration ([`linear_epsilon`]), replay options and checkpointing of
-//! the buffer ([`ReplayOptions`], [`save_replay`], [`restore_replay`]).
+//! the buffer ([`ReplayOptions`], [`save_replay`], [`restore_replay`]), and the agent shell
+//! around an [`OffPolicyLearner`] ([`OffPolicyAgent`]).
 #![warn(missing_docs)]
+
+pub mod agent;
+pub use agent::{
+    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
+    random_actions,
+};
 
 use rl_core::batch::flatten_batch;
 use rl_core::burn::module::Module;
@@ -406,39 +413,6 @@ mod tests {
     }
 }
 
-pub use rl_core::core_accessors;
-
-/// `train_frequency()` and `replay_options()` for a config with the family's field names
-/// (`learning_starts`, `train_freq`, `gradient_steps`, `training_intensity`, `batch_size`,
-/// `buffer_size`, `n_step`, `prioritized_replay`, `prioritized_replay_alpha|beta|eps`).
-#[macro_export]
-macro_rules! loop_settings {
-    () => {
-        /// The loop settings.
-        pub fn train_frequency(&self) -> $crate::TrainFrequency {
-            $crate::TrainFrequency {
-                learning_starts: self.learning_starts,
-                train_freq: self.train_freq,
-                gradient_steps: self.gradient_steps,
-                training_intensity: self.training_intensity,
-                batch_size: self.batch_size,
-            }
-        }
-
-        /// The replay settings.
-        pub fn replay_options(&self) -> $crate::ReplayOptions {
-            $crate::ReplayOptions {
-                buffer_size: self.buffer_size,
-                n_step: self.n_step,
-                prioritized: self.prioritized_replay,
-                alpha: self.prioritized_replay_alpha,
-                beta: self.prioritized_replay_beta,
-                eps: self.prioritized_replay_eps,
-            }
-        }
-    };
-}
-
 pub use rl_core::agent::EnvMaker;
 
 /// Counters, generators and collector state every off-policy agent saves.
@@ -569,6 +543,15 @@ impl OffPolicyCore {
         }
         out.seconds = t0.elapsed().as_secs_f64();
         Ok(out)
+    }
+
+    /// Where training stands, for the learner.
+    pub fn progress(&self) -> rl_core::algorithm::Progress {
+        rl_core::algorithm::Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
     }
 
     /// Checks raw observations for `predict` and flattens them: `(flat, rows)`.

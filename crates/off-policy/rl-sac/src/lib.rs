@@ -12,23 +12,22 @@ pub use config::{AutoOr, SacConfig, SacPolicyKwargs};
 pub use model::{Actor, Critics};
 
 use rayon::prelude::*;
-use rl_core::algorithm::{Algorithm, Learner, RlError, check_finite};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::AlgoConfig;
+use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
-use rl_core::replay::{Replay, TransitionBatch};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{CoreState, OffPolicyCore, polyak};
-use serde::{Deserialize, Serialize};
-use std::path::Path;
-use std::time::Instant;
+use rl_off_policy::{
+    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings, polyak,
+};
+use serde_json::{Map, Value};
 
 /// The optimization half of SAC.
 pub struct SacLearner {
@@ -49,10 +48,8 @@ pub struct SacLearner {
     rng_noise: Rng,
     grad_steps: u64,
     td_errors: Vec<f32>,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
+    /// Box bounds the acting side rescales to (continuous actions).
+    bounds: Option<(Vec<f32>, Vec<f32>)>,
 }
 
 impl SacLearner {
@@ -90,8 +87,7 @@ impl SacLearner {
             rng_noise,
             grad_steps: 0,
             td_errors: Vec::new(),
-            num_timesteps: 0,
-            total_timesteps: 0,
+            bounds: None,
         }
     }
 
@@ -120,10 +116,8 @@ impl SacLearner {
         &self.td_errors
     }
 
-    fn lr(&self, s: &Option<rl_core::schedule::Schedule>) -> f64 {
-        s.as_ref()
-            .unwrap_or(&self.cfg.learning_rate)
-            .value(self.num_timesteps, self.total_timesteps)
+    fn lr(&self, s: &Option<rl_core::schedule::Schedule>, p: &Progress) -> f64 {
+        s.as_ref().unwrap_or(&self.cfg.learning_rate).at(p)
     }
 
     fn normal(&mut self, n: usize) -> Vec<f32> {
@@ -134,22 +128,7 @@ impl SacLearner {
 impl Learner for SacLearner {
     type Batch = TransitionBatch;
 
-    fn update(&mut self, batch: &mut TransitionBatch) -> Result<Metrics, RlError> {
-        self.update_with(batch)
-    }
-
-    fn weights(&self) -> TensorMap {
-        module_tensors(&self.actor)
-    }
-
-    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        self.actor = load_module_tensors(self.actor.clone(), weights, "weights", &self.device)?;
-        Ok(())
-    }
-}
-
-impl SacLearner {
-    /// One gradient step on a borrowed batch, as SB3's: critics toward soft targets from the
+    /// One gradient step, as SB3's: critics toward soft targets from the
     /// target critics, the actor through the updated critics, the entropy coefficient (the α
     /// used in both losses is the one before its step, as SB3), then the target critics
     /// every `target_update_interval` steps.
@@ -157,15 +136,15 @@ impl SacLearner {
     /// The batch is split in two halves whose forward and backward passes run on the two
     /// cores at once; each half's loss is its share of the batch mean, so the summed
     /// gradients are the full batch's, and the result does not depend on scheduling.
-    pub fn update_with(&mut self, batch: &TransitionBatch) -> Result<Metrics, RlError> {
+    fn update(&mut self, batch: &TransitionBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let b = batch.len();
         let od = batch.obs.len() / b.max(1);
         let dev = self.device.clone();
         let inner = dev.clone().inner();
         let (lr_a, lr_c, lr_al) = (
-            self.lr(&self.cfg.actor_lr),
-            self.lr(&self.cfg.critic_lr),
-            self.lr(&self.cfg.alpha_lr),
+            self.lr(&self.cfg.actor_lr, progress),
+            self.lr(&self.cfg.critic_lr, progress),
+            self.lr(&self.cfg.alpha_lr, progress),
         );
         let alpha = self.alpha();
         let n = self.n_actions;
@@ -310,7 +289,7 @@ impl SacLearner {
             });
         }
         rl_core::algorithm::check_losses(
-            self.num_timesteps,
+            progress.num_timesteps,
             &[("losses/qf_loss", cl), ("losses/actor_loss", al)],
         )?;
         let g = g_sum.expect("at least one half");
@@ -342,141 +321,59 @@ impl SacLearner {
         m.insert("charts/learning_rate".into(), lr_a);
         Ok(m)
     }
-}
 
-/// What `state.json` holds besides the family's [`CoreState`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedState {
-    core: CoreState,
-    actor_steps: u64,
-    critic_steps: u64,
-    grad_steps: u64,
-    log_alpha: f64,
-    opt_alpha: loss::ScalarAdam,
-    rng_noise: Rng,
-}
-
-/// A SAC agent with its envs and replay buffer.
-pub struct Sac {
-    core: OffPolicyCore,
-    learner: SacLearner,
-    infer: Device,
-    /// Box bounds (continuous actions).
-    bounds: Option<(Vec<f32>, Vec<f32>)>,
-}
-
-impl Sac {
-    /// A fresh agent for `run` (its `algo_kwargs` are SAC hyperparameters) on `device`.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = SacConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let core = OffPolicyCore::new(run, make_env, &cfg.replay_options(), |space| match space {
-            Space::Discrete { .. } => Ok(1),
-            Space::Box { low, high, .. }
-                if low.iter().chain(high.iter()).all(|v| v.is_finite()) =>
-            {
-                Ok(low.len())
-            }
-            other => Err(RlError::Config(rl_core::config::ConfigError::new(
-                &run.env_id,
-                format!("sac needs a Discrete or a bounded Box action space, not {other:?}"),
-            ))),
-        })?;
-        let (act_dim, n_actions, bounds) = match &core.act_space {
-            Space::Discrete { n, .. } => (None, *n, None),
-            Space::Box { low, high, .. } => {
-                (Some(low.len()), 0, Some((low.to_vec(), high.to_vec())))
-            }
-            _ => unreachable!("checked above"),
-        };
-        let device = device.clone().autodiff();
-        let mut rng = Rng::for_stream(run.seed, "init");
-        let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
-        let d_obs = core.obs_space.flat_dim();
-        let actor = Actor::new(d_obs, act_dim, n_actions, arch, act_fn, &mut rng, &device);
-        let n_critics = if cfg.twin_q { 2 } else { 1 };
-        let critic = match act_dim {
-            Some(a) => Critics::new(n_critics, d_obs + a, 1, arch, act_fn, &mut rng, &device),
-            None => Critics::new(n_critics, d_obs, n_actions, arch, act_fn, &mut rng, &device),
-        };
-        let mut learner = SacLearner::new(
-            cfg,
-            actor,
-            critic,
-            act_dim,
-            n_actions,
-            device.clone(),
-            Rng::for_stream(run.seed, "noise"),
-        );
-        learner.total_timesteps = run.total_timesteps;
-        Ok(Self {
-            core,
-            learner,
-            infer: device.inner(),
-            bounds,
-        })
+    /// The actor's weights: what the acting side needs.
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.actor)
     }
 
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "sac")?;
-        let mut sac = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
-        let dev = sac.learner.device.clone();
-        let l = &mut sac.learner;
-        l.actor = read_module(&ck, "actor.safetensors", l.actor.clone(), &dev)?;
-        l.critic = read_module(&ck, "critic.safetensors", l.critic.clone(), &dev)?;
-        l.critic_target = read_module(
-            &ck,
-            "critic_target.safetensors",
-            l.critic_target.clone(),
-            &dev,
-        )?
-        .valid();
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.actor, weights, &self.device)?)
+    }
+
+    /// Actor, critics and target critics, both optimizers, α and its optimizer, the noise
+    /// generator.
+    fn save_state(&self) -> LearnerState {
+        let mut opt = TensorMap::default();
+        let mut state = LearnerState::default();
+        state.insert("actor_steps", self.opt_actor.save("actor", &mut opt));
+        state.insert("critic_steps", self.opt_critic.save("critic", &mut opt));
+        state.insert("grad_steps", self.grad_steps);
+        state.insert("log_alpha", self.log_alpha);
+        state.insert("opt_alpha", &self.opt_alpha);
+        state.insert("rng_noise", &self.rng_noise);
+        state.file("actor.safetensors", module_tensors(&self.actor).to_bytes());
+        state.file(
+            "critic.safetensors",
+            module_tensors(&self.critic).to_bytes(),
+        );
+        let target = module_tensors(&self.critic_target).to_bytes();
+        state.file("critic_target.safetensors", target);
+        state.file("optimizer.safetensors", opt.to_bytes());
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        self.actor = read_module(ck, "actor.safetensors", self.actor.clone(), &dev)?;
+        self.critic = read_module(ck, "critic.safetensors", self.critic.clone(), &dev)?;
+        let target = self.critic_target.clone();
+        self.critic_target = read_module(ck, "critic_target.safetensors", target, &dev)?.valid();
         let opt_file = ck.path_of("optimizer.safetensors");
         let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        l.opt_actor.load(
-            "actor",
-            &mut opt,
-            state.actor_steps,
-            num_params(&l.actor),
-            &opt_file,
-            &dev,
-        )?;
-        l.opt_critic.load(
-            "critic",
-            &mut opt,
-            state.critic_steps,
-            num_params(&l.critic),
-            &opt_file,
-            &dev,
-        )?;
-        l.grad_steps = state.grad_steps;
-        l.log_alpha = state.log_alpha;
-        l.opt_alpha = state.opt_alpha;
-        l.rng_noise = state.rng_noise;
-        let store = l.cfg.store_buffer_in_checkpoints;
-        sac.core.restore(state.core, &ck, store)?;
-        Ok(sac)
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &SacConfig {
-        &self.learner.cfg
-    }
-
-    /// The learner.
-    pub fn learner(&self) -> &SacLearner {
-        &self.learner
-    }
-
-    /// The replay buffer.
-    pub fn replay(&self) -> &Replay {
-        &self.core.replay
-    }
-
-    /// Warnings raised while loading.
-    pub fn warnings(&self) -> &[String] {
-        &self.core.warnings
+        let steps = state_entry(ck, entries, "actor_steps")?;
+        let n = num_params(&self.actor);
+        self.opt_actor
+            .load("actor", &mut opt, steps, n, &opt_file, &dev)?;
+        let steps = state_entry(ck, entries, "critic_steps")?;
+        let n = num_params(&self.critic);
+        self.opt_critic
+            .load("critic", &mut opt, steps, n, &opt_file, &dev)?;
+        self.grad_steps = state_entry(ck, entries, "grad_steps")?;
+        self.log_alpha = state_entry(ck, entries, "log_alpha")?;
+        self.opt_alpha = state_entry(ck, entries, "opt_alpha")?;
+        self.rng_noise = state_entry(ck, entries, "rng_noise")?;
+        Ok(())
     }
 }
 
@@ -548,120 +445,111 @@ fn act(
     }
 }
 
-impl Algorithm for Sac {
-    rl_off_policy::core_accessors!("sac");
+/// The acting side of SAC: an inference copy of the actor, the Box bounds.
+pub struct SacActor {
+    actor: Actor,
+    bounds: Option<(Vec<f32>, Vec<f32>)>,
+    clip_actions: bool,
+    device: Device,
+}
 
-    /// `train_freq` vector steps (uniform random actions before `learning_starts`), then
-    /// the gradient steps due.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let cfg = self.learner.cfg.clone();
-        let actor = self.learner.actor.valid();
-        let (bounds, infer, n_actions) = (&self.bounds, &self.infer, self.learner.n_actions);
-        let c = self.core.collect(
-            cfg.train_freq,
-            cfg.learning_starts,
-            |obs, n, rng, random, _| {
-                Ok(if random {
-                    match bounds {
-                        Some((lo, hi)) => {
-                            let a = lo.len();
-                            let s: Vec<f32> = (0..n * a)
-                                .map(|_| rng.uniform_range(-1.0, 1.0) as f32)
-                                .collect();
-                            let env = s
-                                .iter()
-                                .enumerate()
-                                .map(|(i, &v)| {
-                                    lo[i % a] + (v + 1.0) * 0.5 * (hi[i % a] - lo[i % a])
-                                })
-                                .collect();
-                            (env, s)
-                        }
-                        None => {
-                            let v: Vec<f32> =
-                                (0..n).map(|_| rng.below(n_actions as u64) as f32).collect();
-                            (v.clone(), v)
-                        }
-                    }
-                } else {
-                    act(&actor, obs, n, false, rng, bounds, cfg.clip_actions, infer)
-                })
-            },
-        )?;
-        let steps = cfg.train_frequency().gradient_steps(
-            self.core.num_timesteps,
-            c.steps,
-            &mut self.core.credit,
-        );
-        self.learner.num_timesteps = self.core.num_timesteps;
-        self.learner.total_timesteps = self.core.total_timesteps;
-        let beta = cfg
-            .replay_options()
-            .beta_at(self.core.num_timesteps, self.core.total_timesteps);
-        let l = &mut self.learner;
-        let mut m = self
-            .core
-            .replay_steps(steps, cfg.batch_size, cfg.gamma as f32, beta, |b| {
-                let m = l.update_with(b)?;
-                Ok((m, l.td_errors().to_vec()))
-            })?;
-        self.core.iterations += 1;
-        m.insert("charts/gradient_steps".into(), steps as f64);
-        self.core.finish_metrics(&mut m, &c, t0);
-        check_finite(self.core.num_timesteps, &m)?;
-        Ok(m)
-    }
-
+impl OffPolicyActor for SacActor {
     /// The squashed mean (continuous) or the most likely action (discrete) when
-    /// `deterministic`; a policy sample otherwise.
-    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = self.core.flat_obs(obs)?;
-        let actor = self.learner.actor.valid();
-        Ok(act(
-            &actor,
-            &flat,
+    /// deterministic; a policy sample otherwise.
+    fn act(
+        &self,
+        flat: &[f32],
+        n: usize,
+        rng: &mut Rng,
+        mode: ActMode,
+        _progress: &Progress,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let deterministic = mode == ActMode::Deterministic;
+        let (bounds, clip) = (&self.bounds, self.clip_actions);
+        act(
+            &self.actor,
+            flat,
             n,
             deterministic,
-            &mut self.core.rng_predict,
-            &self.bounds,
-            self.learner.cfg.clip_actions,
-            &self.infer,
+            rng,
+            bounds,
+            clip,
+            &self.device,
         )
-        .0)
-    }
-
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let l = &self.learner;
-        let mut opt = TensorMap::default();
-        let actor_steps = l.opt_actor.save("actor", &mut opt);
-        let critic_steps = l.opt_critic.save("critic", &mut opt);
-        let (core, replay_file) = self.core.state(l.cfg.store_buffer_in_checkpoints)?;
-        let state = SavedState {
-            core,
-            actor_steps,
-            critic_steps,
-            grad_steps: l.grad_steps,
-            log_alpha: l.log_alpha,
-            opt_alpha: l.opt_alpha.clone(),
-            rng_noise: l.rng_noise.clone(),
-        };
-        let mut files = vec![
-            ("config.yaml", self.core.run_to_save(&l.cfg)?),
-            ("actor.safetensors", module_tensors(&l.actor).to_bytes()),
-            ("critic.safetensors", module_tensors(&l.critic).to_bytes()),
-            (
-                "critic_target.safetensors",
-                module_tensors(&l.critic_target).to_bytes(),
-            ),
-            ("optimizer.safetensors", opt.to_bytes()),
-            (
-                "state.json",
-                serde_json::to_vec_pretty(&state).expect("serializable"),
-            ),
-        ];
-        files.extend(replay_file);
-        write_checkpoint(dir, "sac", &files)?;
-        Ok(())
     }
 }
+
+impl OffPolicyLearner for SacLearner {
+    type Config = SacConfig;
+    type Actor = SacActor;
+    const NAME: &'static str = "sac";
+
+    fn settings(cfg: &SacConfig) -> OffPolicySettings {
+        OffPolicySettings {
+            frequency: cfg.train_frequency(),
+            replay: cfg.replay_options(),
+            gamma: cfg.gamma,
+            store_buffer: cfg.store_buffer_in_checkpoints,
+            feed: Feed::Sampled,
+        }
+    }
+
+    fn stored_action_dim(space: &Space) -> Result<usize, String> {
+        match space {
+            Space::Discrete { .. } => Ok(1),
+            Space::Box { low, high, .. }
+                if low.iter().chain(high.iter()).all(|v| v.is_finite()) =>
+            {
+                Ok(low.len())
+            }
+            other => Err(format!(
+                "sac needs a Discrete or a bounded Box action space, not {other:?}"
+            )),
+        }
+    }
+
+    fn build(
+        cfg: SacConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let (act_dim, n_actions) = match act_space {
+            Space::Box { low, .. } => (Some(low.len()), 0),
+            other => (None, other.flat_dim()),
+        };
+        let mut rng = Rng::for_stream(run.seed, "init");
+        let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
+        let d_obs = obs_space.flat_dim();
+        let actor = Actor::new(d_obs, act_dim, n_actions, arch, act_fn, &mut rng, &device);
+        let n_critics = if cfg.twin_q { 2 } else { 1 };
+        let critic = match act_dim {
+            Some(a) => Critics::new(n_critics, d_obs + a, 1, arch, act_fn, &mut rng, &device),
+            None => Critics::new(n_critics, d_obs, n_actions, arch, act_fn, &mut rng, &device),
+        };
+        let rng_noise = Rng::for_stream(run.seed, "noise");
+        let mut learner = Self::new(cfg, actor, critic, act_dim, n_actions, device, rng_noise);
+        learner.bounds = act_space.bounds().map(|(l, h)| (l.to_vec(), h.to_vec()));
+        Ok(learner)
+    }
+
+    fn config(&self) -> &SacConfig {
+        &self.cfg
+    }
+
+    fn actor(&self) -> SacActor {
+        SacActor {
+            actor: self.actor.valid(),
+            bounds: self.bounds.clone(),
+            clip_actions: self.cfg.clip_actions,
+            device: self.device.clone().inner(),
+        }
+    }
+
+    fn priorities(&self) -> &[f32] {
+        &self.td_errors
+    }
+}
+
+/// A SAC agent with its envs and replay buffer.
+pub type Sac = OffPolicyAgent<SacLearner>;

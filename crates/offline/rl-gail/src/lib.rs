@@ -14,7 +14,7 @@ pub mod model;
 pub use config::{GailConfig, RewardType};
 pub use model::{DiscInput, Discriminator};
 
-use rl_core::algorithm::{Learner, RlError, check_losses};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{flatten_batch, host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
@@ -27,7 +27,7 @@ use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
 use rl_core::wrappers::RunningMeanStd;
 use rl_core::{Rng, Space};
 use rl_offline::{Dataset, Transitions};
-use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
+use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings};
 use rl_ppo::PpoLearner;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -342,11 +342,13 @@ impl Learner for GailLearner {
     type Batch = RolloutBuffer;
 
     /// Discriminator steps, relabelled rewards and advantages, then one PPO update.
-    fn update(&mut self, batch: &mut RolloutBuffer) -> Result<Metrics, RlError> {
+    /// The rollout is relabelled in a copy: the shell's buffer keeps the env's rewards.
+    fn update(&mut self, batch: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
         let [dl, gp, ea, pa] = self.train_discriminator(batch)?;
         let env_reward = batch.rewards.iter().map(|&r| r as f64).sum::<f64>() / batch.len() as f64;
-        let mean_r = self.relabel(batch);
-        let mut m = self.ppo.update(batch)?;
+        let mut relabelled = batch.clone();
+        let mean_r = self.relabel(&mut relabelled);
+        let mut m = self.ppo.update(&relabelled, progress)?;
         m.insert("losses/disc_loss".into(), dl);
         m.insert("losses/gradient_penalty".into(), gp);
         m.insert("disc/expert_accuracy".into(), ea);
@@ -363,6 +365,72 @@ impl Learner for GailLearner {
     fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
         self.ppo.set_weights(weights)
     }
+
+    /// PPO's state, the discriminator, its optimizer and generator, the running statistics.
+    fn save_state(&self) -> LearnerState {
+        let mut state = self.ppo.save_state();
+        let mut opt = TensorMap::default();
+        let steps = self.opt_disc.save("disc", &mut opt);
+        state.file(
+            "discriminator.safetensors",
+            module_tensors(&self.disc).to_bytes(),
+        );
+        state.file("disc_optimizer.safetensors", opt.to_bytes());
+        state.insert("disc_optimizer_steps", steps);
+        state.insert("rng_disc", &self.rng_disc);
+        for (key, rms) in [
+            ("disc_obs_rms", &self.obs_rms),
+            ("reward_rms", &self.reward_rms),
+        ] {
+            if let Some(rms) = rms {
+                state.insert(key, rms);
+            }
+        }
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
+        self.ppo.load_state(ck, state)?;
+        let dev = self.device.clone();
+        self.disc = read_module(ck, "discriminator.safetensors", self.disc.clone(), &dev)?;
+        let file = ck.path_of("disc_optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("disc_optimizer.safetensors")?, &file)?;
+        let steps: u64 = state_entry(ck, state, "disc_optimizer_steps")?;
+        let np = num_params(&self.disc);
+        self.opt_disc
+            .load("disc", &mut opt, steps, np, &file, &dev)?;
+        self.rng_disc = state_entry(ck, state, "rng_disc")?;
+        let path = ck.path_of("state.json");
+        let dims = [
+            self.obs_rms.as_ref().map(|r| r.mean.len()),
+            self.reward_rms.as_ref().map(|r| r.mean.len()),
+        ];
+        for ((key, rms), dim) in [
+            ("disc_obs_rms", &mut self.obs_rms),
+            ("reward_rms", &mut self.reward_rms),
+        ]
+        .into_iter()
+        .zip(dims)
+        {
+            if let Some(rms) = rms {
+                let saved: RunningMeanStd = state
+                    .get(key)
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .filter(|r: &RunningMeanStd| {
+                        Some(r.mean.len()) == dim && r.var.len() == r.mean.len()
+                    })
+                    .ok_or_else(|| {
+                        RlError::Config(rl_core::config::ConfigError::new(
+                            format!("{path}: {key}"),
+                            format!("missing or not {} running statistics", dim.unwrap_or(0)),
+                        ))
+                    })?;
+                *rms = saved;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl OnPolicyLearner for GailLearner {
@@ -370,7 +438,7 @@ impl OnPolicyLearner for GailLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "gail";
 
-    fn rollout_settings(cfg: &GailConfig) -> (usize, f64, f64) {
+    fn rollout_settings(cfg: &GailConfig) -> RolloutSettings {
         PpoLearner::rollout_settings(&cfg.ppo)
     }
 
@@ -382,10 +450,6 @@ impl OnPolicyLearner for GailLearner {
         device: &Device,
     ) -> Result<ActorCritic, String> {
         PpoLearner::make_policy(&cfg.ppo, obs_space, act_space, rng, device)
-    }
-
-    fn sde(cfg: &GailConfig) -> Option<i64> {
-        PpoLearner::sde(&cfg.ppo)
     }
 
     fn build(
@@ -460,94 +524,5 @@ impl OnPolicyLearner for GailLearner {
 
     fn policy(&self) -> &ActorCritic {
         self.ppo.policy()
-    }
-
-    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
-        self.ppo.set_progress(num_timesteps, total_timesteps);
-    }
-
-    fn save_state(&self) -> LearnerFiles {
-        let (mut files, mut state) = self.ppo.save_state();
-        let mut opt = TensorMap::default();
-        let steps = self.opt_disc.save("disc", &mut opt);
-        files.push((
-            "discriminator.safetensors",
-            module_tensors(&self.disc).to_bytes(),
-        ));
-        files.push(("disc_optimizer.safetensors", opt.to_bytes()));
-        state.insert("disc_optimizer_steps".into(), steps.into());
-        state.insert(
-            "rng_disc".into(),
-            serde_json::to_value(&self.rng_disc).expect("serializable"),
-        );
-        for (key, rms) in [
-            ("disc_obs_rms", &self.obs_rms),
-            ("reward_rms", &self.reward_rms),
-        ] {
-            if let Some(rms) = rms {
-                state.insert(key.into(), serde_json::to_value(rms).expect("serializable"));
-            }
-        }
-        (files, state)
-    }
-
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        self.ppo.load_state(ck, state)?;
-        let dev = self.device.clone();
-        self.disc = read_module(ck, "discriminator.safetensors", self.disc.clone(), &dev)?;
-        let file = ck.path_of("disc_optimizer.safetensors");
-        let mut opt = TensorMap::from_bytes(ck.file("disc_optimizer.safetensors")?, &file)?;
-        let steps = state
-            .get("disc_optimizer_steps")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                RlError::Config(rl_core::config::ConfigError::new(
-                    format!("{}: disc_optimizer_steps", ck.path_of("state.json")),
-                    "missing",
-                ))
-            })?;
-        let np = num_params(&self.disc);
-        self.opt_disc
-            .load("disc", &mut opt, steps, np, &file, &dev)?;
-        self.rng_disc = state
-            .get("rng_disc")
-            .cloned()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .ok_or_else(|| {
-                RlError::Config(rl_core::config::ConfigError::new(
-                    format!("{}: rng_disc", ck.path_of("state.json")),
-                    "missing or invalid",
-                ))
-            })?;
-        let path = ck.path_of("state.json");
-        let dims = [
-            self.obs_rms.as_ref().map(|r| r.mean.len()),
-            self.reward_rms.as_ref().map(|r| r.mean.len()),
-        ];
-        for ((key, rms), dim) in [
-            ("disc_obs_rms", &mut self.obs_rms),
-            ("reward_rms", &mut self.reward_rms),
-        ]
-        .into_iter()
-        .zip(dims)
-        {
-            if let Some(rms) = rms {
-                let saved: RunningMeanStd = state
-                    .get(key)
-                    .cloned()
-                    .and_then(|v| serde_json::from_value(v).ok())
-                    .filter(|r: &RunningMeanStd| {
-                        Some(r.mean.len()) == dim && r.var.len() == r.mean.len()
-                    })
-                    .ok_or_else(|| {
-                        RlError::Config(rl_core::config::ConfigError::new(
-                            format!("{path}: {key}"),
-                            format!("missing or not {} running statistics", dim.unwrap_or(0)),
-                        ))
-                    })?;
-                *rms = saved;
-            }
-        }
-        Ok(())
     }
 }

@@ -8,7 +8,7 @@ pub mod loss;
 
 pub use config::A2cConfig;
 
-use rl_core::algorithm::{Learner, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
@@ -17,9 +17,11 @@ use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::flat_grads;
+use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
+use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::{
-    ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner, load_policy_and_optimizer,
+    ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings, load_policy_and_optimizer,
     save_policy_and_optimizer,
 };
 use serde_json::{Map, Value};
@@ -34,22 +36,16 @@ pub struct A2cLearner {
     device: Device,
     policy: ActorCritic,
     opt: FlatOptimizer,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl A2cLearner {
     /// A learner for `policy` (on the autodiff `device`).
-    pub fn new(cfg: A2cConfig, policy: ActorCritic, device: Device, total_timesteps: u64) -> Self {
+    pub fn new(cfg: A2cConfig, policy: ActorCritic, device: Device) -> Self {
         Self {
             opt: FlatOptimizer::new(cfg.optimizer(), cfg.max_grad_norm),
             cfg,
             device,
             policy,
-            num_timesteps: 0,
-            total_timesteps,
         }
     }
 
@@ -63,11 +59,8 @@ impl Learner for A2cLearner {
     type Batch = RolloutBuffer;
 
     /// One gradient step on the whole rollout (SB3's `A2C.train`).
-    fn update(&mut self, buf: &mut RolloutBuffer) -> Result<Metrics, RlError> {
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.num_timesteps, self.total_timesteps);
+    fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
+        let lr = self.cfg.learning_rate.at(progress);
         let (n, od, ad) = (buf.len(), buf.obs_dim, buf.act_dim);
         let dev = &self.device;
         let obs = tensor2(buf.obs[..n * od].to_vec(), n, od, dev);
@@ -95,7 +88,7 @@ impl Learner for A2cLearner {
             scalar(&l.total),
         );
         rl_core::algorithm::check_losses(
-            self.num_timesteps,
+            progress.num_timesteps,
             &[
                 ("losses/policy_loss", pl),
                 ("losses/value_loss", vl),
@@ -115,37 +108,69 @@ impl Learner for A2cLearner {
         Ok(m)
     }
 
-    rl_on_policy::policy_weights!();
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        save_policy_and_optimizer(&self.policy, &self.opt, OPT)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        load_policy_and_optimizer(ck, entries, policy, opt, OPT, &self.device)
+    }
 }
 
 /// An A2C agent with its envs, ready to train.
 pub type A2c = OnPolicyAgent<A2cLearner>;
 
 impl OnPolicyLearner for A2cLearner {
-    rl_on_policy::learner_accessors!(A2cConfig);
-
+    type Config = A2cConfig;
+    type Policy = ActorCritic;
     const NAME: &'static str = "a2c";
 
+    fn rollout_settings(c: &A2cConfig) -> RolloutSettings {
+        RolloutSettings::new(
+            c.n_steps,
+            c.gamma,
+            c.gae_lambda,
+            c.use_sde,
+            c.sde_sample_freq,
+        )
+    }
+
+    fn make_policy(
+        cfg: &A2cConfig,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        let kw = &cfg.policy_kwargs;
+        ActorCritic::with_sde(obs_space, act_space, kw, cfg.use_sde, rng, device)
+    }
+
+    /// A2C draws no minibatches: it needs nothing from the run.
     fn build(
         cfg: A2cConfig,
         policy: ActorCritic,
         device: Device,
-        run: &RunConfig,
-        _spaces: (&rl_core::Space, &rl_core::Space),
-    ) -> Result<Self, rl_core::RlError> {
-        Ok(Self::new(cfg, policy, device, run.total_timesteps))
+        _run: &RunConfig,
+        _spaces: (&Space, &Space),
+    ) -> Result<Self, RlError> {
+        Ok(Self::new(cfg, policy, device))
     }
-    fn save_state(&self) -> LearnerFiles {
-        save_policy_and_optimizer(&self.policy, &self.opt, OPT)
+
+    fn config(&self) -> &A2cConfig {
+        &self.cfg
     }
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        load_policy_and_optimizer(
-            ck,
-            state,
-            &mut self.policy,
-            &mut self.opt,
-            OPT,
-            &self.device,
-        )
+
+    fn policy(&self) -> &ActorCritic {
+        &self.policy
     }
 }

@@ -15,34 +15,47 @@ pub mod loss;
 pub use config::AppoConfig;
 
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{read_module, read_run};
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::checkpoint::{Checkpoint, read_module};
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{module_tensors, polyak};
+use rl_core::params::{TensorMap, module_tensors, polyak, set_module_tensors};
+use rl_core::{Rng, Space};
 use rl_on_policy::actor_learner::{
-    ActorLearnerCore, LearnerSettings, RunnerBatch, RunnerSettings, Took, batch_vtrace,
+    ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerBatch, RunnerSettings, batch_vtrace,
 };
-use rl_on_policy::{ActorCritic, actor_critic_grads};
+use rl_on_policy::{
+    ActorCritic, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
+};
+use serde_json::{Map, Value};
 use std::collections::VecDeque;
-use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
 
-/// An APPO agent: the learner, its target network, the circular buffer and the env runners.
-pub struct Appo {
+/// The learning side of APPO: the policy, its optimizer and target network, the circular
+/// buffer of recent batches, the adaptive KL coefficient, the minibatch generator.
+pub struct AppoLearner {
     cfg: AppoConfig,
-    core: ActorLearnerCore,
+    device: Device,
+    policy: ActorCritic,
+    opt: FlatOptimizer,
     target: ActorCritic,
-    /// Batches and how many more times each may be trained on.
-    circular: VecDeque<(RunnerBatch, usize)>,
+    /// Batches and how many more times each may be trained on (not checkpointed).
+    circular: VecDeque<(Arc<RunnerBatch>, usize)>,
     kl_coeff: f64,
+    rng: Rng,
+    /// Learner updates so far (the target network's schedule).
+    updates: u64,
 }
 
+/// An APPO agent: the learner and its env runners.
+pub type Appo = ActorLearnerAgent<AppoLearner>;
+
+/// Host losses of one update, minibatch by minibatch.
 #[derive(Default)]
 struct Stats {
     pg: Vec<f64>,
@@ -53,81 +66,33 @@ struct Stats {
     grad_norm: Vec<f64>,
 }
 
-impl Appo {
-    /// A fresh agent for `run` (`algo_kwargs` are [`AppoConfig`]).
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = AppoConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let settings = LearnerSettings {
-            num_env_runners: cfg.num_env_runners,
-            lockstep: cfg.lockstep,
-            learner_queue_size: cfg.learner_queue_size,
-            learner_queue_timeout: cfg.learner_queue_timeout,
-            max_policy_lag: cfg.max_policy_lag,
-            broadcast_interval: cfg.broadcast_interval,
-            runner: RunnerSettings {
-                n_steps: cfg.n_steps,
-                num_envs: cfg.num_envs_per_env_runner,
-                gamma: cfg.gamma,
-                gae_lambda: if cfg.use_gae { cfg.gae_lambda } else { 1.0 },
-            },
-        };
-        let core = ActorLearnerCore::new(
-            run,
-            make_env,
-            device,
-            &cfg.policy_kwargs,
-            FlatOptimizer::new(OptimizerKind::adam(cfg.epsilon), cfg.grad_clip),
-            settings,
-        )?;
-        Ok(Self {
-            target: core.policy.clone(),
-            kl_coeff: cfg.kl_coeff,
-            cfg,
-            core,
-            circular: VecDeque::new(),
-        })
+impl Stats {
+    /// The update's metrics: means over its minibatches.
+    fn metrics(&self) -> Metrics {
+        let mean = rl_on_policy::loss::mean;
+        let mut m = Metrics::new();
+        m.insert("losses/policy_loss".into(), mean(&self.pg));
+        m.insert("losses/value_loss".into(), mean(&self.vf));
+        m.insert("losses/entropy".into(), mean(&self.ent));
+        m.insert("losses/approx_kl".into(), mean(&self.kl));
+        m.insert("losses/clipfrac".into(), mean(&self.clipfrac));
+        m.insert("losses/grad_norm".into(), mean(&self.grad_norm));
+        m
     }
+}
 
-    /// Loads a checkpoint written by [`Algorithm::save`]; the circular buffer starts empty.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "appo")?;
-        let mut a = Self::new(&run, make_env, device)?;
-        let state = a.core.restore(&ck)?;
-        a.target = read_module(&ck, "target.safetensors", a.target.clone(), &a.core.device)?;
-        a.kl_coeff = state
-            .get("kl_coeff")
-            .and_then(|v| v.as_f64())
-            .ok_or_else(|| {
-                RlError::Config(rl_core::config::ConfigError::new(
-                    format!("{}: kl_coeff", ck.path_of("state.json")),
-                    "expected a number",
-                ))
-            })?;
-        Ok(a)
-    }
+impl Learner for AppoLearner {
+    type Batch = RunnerBatch;
 
-    /// The hyperparameters.
-    pub fn config(&self) -> &AppoConfig {
-        &self.cfg
-    }
-
-    /// The learner's policy.
-    pub fn policy(&self) -> &ActorCritic {
-        &self.core.policy
-    }
-
-    /// `n_epochs` passes over `batch` (taken out of the circular buffer meanwhile).
-    fn train_on(&mut self, batch: &RunnerBatch, stats: &mut Stats) -> Result<(), RlError> {
+    /// `n_epochs` passes over `batch` in minibatches; then the target network update when
+    /// due and the KL coefficient's adaptation.
+    fn update(&mut self, batch: &RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg;
-        let core = &mut self.core;
         let buf: &RolloutBuffer = &batch.buffer;
         let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
-        let infer = core.device.clone().inner();
-        let (lr, ent_coef) = (
-            cfg.learning_rate
-                .value(core.num_timesteps, core.total_timesteps),
-            cfg.ent_coef.value(core.num_timesteps, core.total_timesteps),
-        );
+        let infer = self.device.clone().inner();
+        let (lr, ent_coef) = (cfg.learning_rate.at(progress), cfg.ent_coef.at(progress));
+        let mut stats = Stats::default();
         // The target network's view of the whole batch (no gradients).
         let tv = self.target.valid();
         let t_out = tv.forward(tensor2(buf.obs.clone(), b, od, &infer));
@@ -139,7 +104,7 @@ impl Appo {
             tensor2(buf.actions.clone(), b, ad, &infer),
         ));
         let (adv, targets) = if cfg.vtrace {
-            let cur = core.policy.valid();
+            let cur = self.policy.valid();
             let values = host(cur.values(tensor2(buf.obs.clone(), b, od, &infer)));
             let boot = host(cur.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
             let vt = batch_vtrace(
@@ -161,9 +126,9 @@ impl Appo {
         let ls_rows = t_log_std.len() / pd.max(1);
         let mut kls = Vec::new();
         for _ in 0..cfg.n_epochs {
-            for idx in buf.minibatches(cfg.batch_size, &mut core.rng) {
+            for idx in buf.minibatches(cfg.batch_size, &mut self.rng) {
                 let m = idx.len();
-                let dev = &core.device;
+                let dev = &self.device;
                 let pick = |v: &[f32]| idx.iter().map(|&i| v[i]).collect::<Vec<f32>>();
                 let obs = tensor2(RolloutBuffer::gather(&buf.obs, od, &idx), m, od, dev);
                 let actions = tensor2(RolloutBuffer::gather(&buf.actions, ad, &idx), m, ad, dev);
@@ -176,7 +141,7 @@ impl Appo {
                         tensor2(RolloutBuffer::gather(&t_log_std, pd, &idx), m, pd, dev)
                     }
                 });
-                let (policy, kl_coeff) = (&core.policy, self.kl_coeff);
+                let (policy, kl_coeff) = (&self.policy, self.kl_coeff);
                 let actor = |policy: &ActorCritic| {
                     let latent = policy.pi.forward(obs.clone());
                     let log_std = policy.dist_log_std(&latent);
@@ -212,15 +177,17 @@ impl Appo {
                     (vf.mul_scalar(cfg.vf_coef), h)
                 };
                 let (g, (pg, ent, kl, ratio), vf) = actor_critic_grads(policy, dev, actor, critic);
-                let grad_norm = core.apply_gradient(
-                    lr,
-                    g,
+                check_losses(
+                    progress.num_timesteps,
                     &[
                         ("losses/policy_loss", pg),
                         ("losses/value_loss", vf),
                         ("losses/entropy_loss", ent),
                     ],
                 )?;
+                let (p, step) = self.opt.step_flat(lr, self.policy.clone(), g);
+                self.policy = p;
+                let grad_norm = step.grad_norm;
                 stats.pg.push(pg);
                 stats.vf.push(vf);
                 stats.ent.push(-ent);
@@ -232,81 +199,129 @@ impl Appo {
                 stats.grad_norm.push(grad_norm as f64);
             }
         }
-        core.updated();
-        if core.version.is_multiple_of(cfg.target_network_update_freq) {
-            self.target = polyak(self.target.clone(), &core.policy, cfg.tau);
+        self.updates += 1;
+        if self.updates.is_multiple_of(cfg.target_network_update_freq) {
+            self.target = polyak(self.target.clone(), &self.policy, cfg.tau);
         }
         if cfg.use_kl_loss {
             let mean_kl = rl_on_policy::loss::mean(&kls);
             self.kl_coeff = loss::adapt_kl_coeff(self.kl_coeff, mean_kl, cfg.kl_target);
         }
+        Ok(stats.metrics())
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    /// The policy, the optimizer, the target network, the KL coefficient, the update count
+    /// and the generator (the circular buffer starts empty).
+    fn save_state(&self) -> LearnerState {
+        let mut state = save_policy_and_optimizer(&self.policy, &self.opt, "optimizer");
+        state.file(
+            "target.safetensors",
+            module_tensors(&self.target).to_bytes(),
+        );
+        state.insert("kl_coeff", self.kl_coeff);
+        state.insert("updates", self.updates);
+        state.insert("rng", &self.rng);
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        load_policy_and_optimizer(ck, entries, policy, opt, "optimizer", &self.device)?;
+        self.target = read_module(ck, "target.safetensors", self.target.clone(), &self.device)?;
+        self.kl_coeff = state_entry(ck, entries, "kl_coeff")?;
+        self.updates = state_entry(ck, entries, "updates")?;
+        self.rng = state_entry(ck, entries, "rng")?;
         Ok(())
     }
 }
 
-impl Algorithm for Appo {
-    rl_on_policy::actor_learner_accessors!("appo");
+impl ActorLearner for AppoLearner {
+    type Config = AppoConfig;
+    const NAME: &'static str = "appo";
 
-    /// One batch from every runner; after each, one training pass on a batch drawn from the
-    /// circular buffer.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let mut stats = Stats::default();
-        let mut took = Took::default();
-        for i in 0..self.cfg.num_env_runners {
-            let Some(batch) = self.core.next_admitted(i, &mut took)? else {
-                continue;
-            };
-            if self.circular.len() == self.cfg.circular_buffer_num_batches {
-                self.circular.pop_front();
-            }
-            self.circular
-                .push_back((batch, self.cfg.circular_buffer_iterations_per_batch));
-            let j = self.core.rng.below(self.circular.len() as u64) as usize;
-            let (batch, uses) = self
-                .circular
-                .remove(j)
-                .expect("index drawn below the length");
-            self.train_on(&batch, &mut stats)?;
-            if uses > 1 {
-                self.circular.insert(j, (batch, uses - 1));
-            }
+    fn settings(cfg: &AppoConfig) -> LearnerSettings {
+        LearnerSettings {
+            num_env_runners: cfg.num_env_runners,
+            lockstep: cfg.lockstep,
+            learner_queue_size: cfg.learner_queue_size,
+            learner_queue_timeout: cfg.learner_queue_timeout,
+            max_policy_lag: cfg.max_policy_lag,
+            broadcast_interval: cfg.broadcast_interval,
+            runner: RunnerSettings {
+                n_steps: cfg.n_steps,
+                num_envs: cfg.num_envs_per_env_runner,
+                gamma: cfg.gamma,
+                gae_lambda: if cfg.use_gae { cfg.gae_lambda } else { 1.0 },
+            },
         }
-        let mean = rl_on_policy::loss::mean;
-        let mut m = Metrics::new();
-        m.insert("losses/policy_loss".into(), mean(&stats.pg));
-        m.insert("losses/value_loss".into(), mean(&stats.vf));
-        m.insert("losses/entropy".into(), mean(&stats.ent));
-        m.insert("losses/approx_kl".into(), mean(&stats.kl));
-        m.insert("losses/clipfrac".into(), mean(&stats.clipfrac));
-        m.insert("losses/grad_norm".into(), mean(&stats.grad_norm));
+    }
+
+    fn build(
+        cfg: AppoConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let mut rng = Rng::for_stream(run.seed, "init");
+        let policy = ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, &mut rng, &device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
+        Ok(Self {
+            opt: FlatOptimizer::new(OptimizerKind::adam(cfg.epsilon), cfg.grad_clip),
+            target: policy.clone(),
+            kl_coeff: cfg.kl_coeff,
+            cfg,
+            device,
+            policy,
+            circular: VecDeque::new(),
+            rng: Rng::for_stream(run.seed, "learner"),
+            updates: 0,
+        })
+    }
+
+    fn config(&self) -> &AppoConfig {
+        &self.cfg
+    }
+
+    fn policy(&self) -> &ActorCritic {
+        &self.policy
+    }
+
+    /// The batch joins the circular buffer; one batch drawn from it is learned from (and
+    /// leaves it after `circular_buffer_iterations_per_batch` uses).
+    fn schedule(&mut self, admitted: RunnerBatch) -> Vec<Arc<RunnerBatch>> {
+        if self.circular.len() == self.cfg.circular_buffer_num_batches {
+            self.circular.pop_front();
+        }
+        let uses = self.cfg.circular_buffer_iterations_per_batch;
+        self.circular.push_back((Arc::new(admitted), uses));
+        let j = self.rng.below(self.circular.len() as u64) as usize;
+        let (batch, uses) = self
+            .circular
+            .remove(j)
+            .expect("index drawn below the length");
+        if uses > 1 {
+            self.circular.insert(j, (batch.clone(), uses - 1));
+        }
+        vec![batch]
+    }
+
+    fn iteration_metrics(&mut self, progress: &Progress, m: &mut Metrics) {
         m.insert("charts/kl_coeff".into(), self.kl_coeff);
         m.insert(
             "charts/learning_rate".into(),
-            self.cfg
-                .learning_rate
-                .value(self.core.num_timesteps, self.core.total_timesteps),
+            self.cfg.learning_rate.at(progress),
         );
         m.insert(
             "perf/circular_buffer_len".into(),
             self.circular.len() as f64,
         );
-        self.core.finish(&mut m, &took, t0)?;
-        Ok(m)
-    }
-
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut state = serde_json::Map::new();
-        state.insert("kl_coeff".into(), self.kl_coeff.into());
-        self.core.save(
-            dir,
-            "appo",
-            &self.cfg,
-            vec![(
-                "target.safetensors",
-                module_tensors(&self.target).to_bytes(),
-            )],
-            state,
-        )
     }
 }

@@ -13,43 +13,47 @@ pub mod loss;
 pub use config::{ImpalaConfig, OptType};
 
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::read_run;
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
+use rl_core::{Rng, Space};
 pub use rl_on_policy::actor_learner::RunnerBatch;
-use rl_on_policy::actor_learner::{ActorLearnerCore, LearnerSettings, RunnerSettings, Took};
-use rl_on_policy::{ActorCritic, actor_critic_grads};
+use rl_on_policy::actor_learner::{
+    ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerSettings,
+};
+use rl_on_policy::{
+    ActorCritic, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
+};
+use serde_json::{Map, Value};
 use std::collections::VecDeque;
-use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
+
+/// The learning side of IMPALA: the policy, its optimizer, the replay of recent batches and
+/// the generator that draws from it.
+pub struct ImpalaLearner {
+    cfg: ImpalaConfig,
+    device: Device,
+    policy: ActorCritic,
+    opt: FlatOptimizer,
+    /// Recent batches for `replay_proportion` (not checkpointed: it starts empty).
+    replay: VecDeque<Arc<RunnerBatch>>,
+    rng: Rng,
+    /// Batches replayed in the current iteration.
+    replayed: u64,
+}
 
 /// An IMPALA agent: the learner and its env runners.
-pub struct Impala {
-    cfg: ImpalaConfig,
-    core: ActorLearnerCore,
-    replay: VecDeque<RunnerBatch>,
-}
+pub type Impala = ActorLearnerAgent<ImpalaLearner>;
 
-/// Host losses of one `train` call.
-#[derive(Default)]
-struct UpdateStats {
-    pg: Vec<f64>,
-    vf: Vec<f64>,
-    ent: Vec<f64>,
-    grad_norm: Vec<f64>,
-    rho: Vec<f64>,
-}
-
-impl Impala {
-    /// A fresh agent for `run` (`algo_kwargs` are [`ImpalaConfig`]); gradients on
-    /// `device.autodiff()`, runners act on `device`.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = ImpalaConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+impl ImpalaLearner {
+    /// A learner for `policy` (autodiff `device`).
+    pub fn new(cfg: ImpalaConfig, policy: ActorCritic, device: Device, rng: Rng) -> Self {
         let kind = match cfg.opt_type {
             OptType::Adam => OptimizerKind::adam(cfg.epsilon),
             OptType::Rmsprop => OptimizerKind::RmsProp {
@@ -57,7 +61,120 @@ impl Impala {
                 eps: cfg.epsilon,
             },
         };
-        let settings = LearnerSettings {
+        Self {
+            opt: FlatOptimizer::new(kind, cfg.grad_clip),
+            cfg,
+            device,
+            policy,
+            replay: VecDeque::new(),
+            rng,
+            replayed: 0,
+        }
+    }
+}
+
+impl Learner for ImpalaLearner {
+    type Batch = RunnerBatch;
+
+    /// One V-trace update of the policy on `batch`.
+    fn update(&mut self, batch: &RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let cfg = &self.cfg;
+        let buf = &batch.buffer;
+        let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
+        let lr = cfg.learning_rate.at(progress);
+        let ent_coef = cfg.ent_coef.at(progress);
+        let dev = &self.device;
+        let obs = tensor2(buf.obs.clone(), b, od, dev);
+        let actions = tensor2(buf.actions.clone(), b, ad, dev);
+        // Targets from the current policy, without gradients (the same tensors, off the tape).
+        let valid = self.policy.valid();
+        let out = valid.forward(obs.clone().inner());
+        let target_logp = host(valid.dist.log_prob(
+            out.params,
+            out.log_std,
+            actions.clone().inner(),
+        ));
+        let values = host(out.values);
+        let infer = dev.clone().inner();
+        let bootstrap = host(valid.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
+        let vt = loss::batch_vtrace(
+            buf,
+            &batch.last_dones,
+            &target_logp,
+            &values,
+            &bootstrap,
+            cfg.gamma,
+            cfg.vtrace_clip_rho,
+            cfg.vtrace_clip_c,
+        );
+        let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
+        let scalar = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
+        let actor = |policy: &ActorCritic| {
+            let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
+            let pg = loss::policy_gradient_loss(logp.clone(), tensor1(pg_adv, dev));
+            let ent = rl_on_policy::loss::entropy_loss(entropy, logp);
+            let hs = (scalar(&pg), scalar(&ent));
+            (pg + ent.mul_scalar(ent_coef), hs)
+        };
+        let critic = |policy: &ActorCritic| {
+            let vf = rl_on_policy::loss::half_mse(tensor1(vs, dev), policy.values(obs.clone()));
+            let h = scalar(&vf);
+            (vf.mul_scalar(cfg.vf_coef), h)
+        };
+        let (g, (pg, ent), vf) = actor_critic_grads(&self.policy, dev, actor, critic);
+        check_losses(
+            progress.num_timesteps,
+            &[
+                ("losses/policy_loss", pg),
+                ("losses/value_loss", vf),
+                ("losses/entropy_loss", ent),
+            ],
+        )?;
+        let (policy, step) = self.opt.step_flat(lr, self.policy.clone(), g);
+        self.policy = policy;
+        let rhos = &vt.clipped_rhos;
+        let mut m = Metrics::new();
+        m.insert("losses/policy_loss".into(), pg);
+        m.insert("losses/value_loss".into(), vf);
+        m.insert("losses/entropy".into(), -ent);
+        m.insert("losses/grad_norm".into(), step.grad_norm as f64);
+        m.insert(
+            "losses/mean_clipped_rho".into(),
+            rhos.iter().sum::<f64>() / rhos.len().max(1) as f64,
+        );
+        Ok(m)
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    /// The policy, the optimizer and the replay generator (the replay itself starts empty).
+    fn save_state(&self) -> LearnerState {
+        let mut state = save_policy_and_optimizer(&self.policy, &self.opt, "optimizer");
+        state.insert("rng", &self.rng);
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        load_policy_and_optimizer(ck, entries, policy, opt, "optimizer", &self.device)?;
+        self.rng = state_entry(ck, entries, "rng")?;
+        Ok(())
+    }
+}
+
+impl ActorLearner for ImpalaLearner {
+    type Config = ImpalaConfig;
+    const NAME: &'static str = "impala";
+
+    fn settings(cfg: &ImpalaConfig) -> LearnerSettings {
+        LearnerSettings {
             num_env_runners: cfg.num_env_runners,
             lockstep: cfg.lockstep,
             learner_queue_size: cfg.learner_queue_size,
@@ -70,174 +187,64 @@ impl Impala {
                 gamma: cfg.gamma,
                 gae_lambda: 1.0,
             },
-        };
-        let core = ActorLearnerCore::new(
-            run,
-            make_env,
-            device,
-            &cfg.policy_kwargs,
-            FlatOptimizer::new(kind, cfg.grad_clip),
-            settings,
-        )?;
-        Ok(Self {
+        }
+    }
+
+    fn build(
+        cfg: ImpalaConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let mut rng = Rng::for_stream(run.seed, "init");
+        let policy = ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, &mut rng, &device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
+        Ok(Self::new(
             cfg,
-            core,
-            replay: VecDeque::new(),
-        })
+            policy,
+            device,
+            Rng::for_stream(run.seed, "learner"),
+        ))
     }
 
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    /// Lockstep runners resume where they were; threaded runners start new episodes; the
-    /// replay buffer starts empty.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "impala")?;
-        let mut a = Self::new(&run, make_env, device)?;
-        a.core.restore(&ck)?;
-        Ok(a)
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &ImpalaConfig {
+    fn config(&self) -> &ImpalaConfig {
         &self.cfg
     }
 
-    /// The learner's policy.
-    pub fn policy(&self) -> &ActorCritic {
-        &self.core.policy
+    fn policy(&self) -> &ActorCritic {
+        &self.policy
     }
 
-    /// Learner updates so far (the policy version).
-    pub fn version(&self) -> u64 {
-        self.core.version
-    }
-}
-
-/// One V-trace update of `core`'s policy on `batch` (a function of the shell and the
-/// hyperparameters, so replayed batches need not be copied out of the agent).
-fn learn(
-    core: &mut ActorLearnerCore,
-    cfg: &ImpalaConfig,
-    batch: &RunnerBatch,
-    stats: &mut UpdateStats,
-) -> Result<(), RlError> {
-    let buf = &batch.buffer;
-    let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
-    let lr = cfg
-        .learning_rate
-        .value(core.num_timesteps, core.total_timesteps);
-    let ent_coef = cfg.ent_coef.value(core.num_timesteps, core.total_timesteps);
-    let dev = &core.device;
-    let obs = tensor2(buf.obs.clone(), b, od, dev);
-    let actions = tensor2(buf.actions.clone(), b, ad, dev);
-    // Targets from the current policy, without gradients (the same tensors, off the tape).
-    let valid = core.policy.valid();
-    let out = valid.forward(obs.clone().inner());
-    let target_logp = host(
-        valid
-            .dist
-            .log_prob(out.params, out.log_std, actions.clone().inner()),
-    );
-    let values = host(out.values);
-    let infer = dev.clone().inner();
-    let bootstrap = host(valid.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
-    let vt = loss::batch_vtrace(
-        buf,
-        &batch.last_dones,
-        &target_logp,
-        &values,
-        &bootstrap,
-        cfg.gamma,
-        cfg.vtrace_clip_rho,
-        cfg.vtrace_clip_c,
-    );
-    let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-    let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
-    let policy = &core.policy;
-    let scalar = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
-    let actor = |policy: &ActorCritic| {
-        let (logp, entropy) = policy.log_prob_entropy(obs.clone(), actions);
-        let pg = loss::policy_gradient_loss(logp.clone(), tensor1(pg_adv, dev));
-        let ent = rl_on_policy::loss::entropy_loss(entropy, logp);
-        let hs = (scalar(&pg), scalar(&ent));
-        (pg + ent.mul_scalar(ent_coef), hs)
-    };
-    let critic = |policy: &ActorCritic| {
-        let vf = rl_on_policy::loss::half_mse(tensor1(vs, dev), policy.values(obs.clone()));
-        let h = scalar(&vf);
-        (vf.mul_scalar(cfg.vf_coef), h)
-    };
-    let (g, (pg, ent), vf) = actor_critic_grads(policy, dev, actor, critic);
-    let grad_norm = core.apply_gradient(
-        lr,
-        g,
-        &[
-            ("losses/policy_loss", pg),
-            ("losses/value_loss", vf),
-            ("losses/entropy_loss", ent),
-        ],
-    )?;
-    stats.pg.push(pg);
-    stats.vf.push(vf);
-    stats.ent.push(-ent);
-    stats.grad_norm.push(grad_norm as f64);
-    stats
-        .rho
-        .push(vt.clipped_rhos.iter().sum::<f64>() / vt.clipped_rhos.len().max(1) as f64);
-    core.updated();
-    Ok(())
-}
-
-impl Algorithm for Impala {
-    rl_on_policy::actor_learner_accessors!("impala");
-
-    /// One batch from every runner (`num_env_runners` learner updates, plus replays).
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let mut stats = UpdateStats::default();
-        let mut took = Took::default();
-        let mut replayed = 0u64;
-        for i in 0..self.cfg.num_env_runners {
-            let Some(batch) = self.core.next_admitted(i, &mut took)? else {
-                continue;
-            };
-            learn(&mut self.core, &self.cfg, &batch, &mut stats)?;
-            if self.cfg.replay_buffer_num_slots > 0 {
-                let p = self.cfg.replay_proportion;
-                let mut k = p.floor() as u64;
-                if self.core.rng.uniform() < p - p.floor() {
-                    k += 1;
-                }
-                for _ in 0..k.min(self.replay.len() as u64) {
-                    let j = self.core.rng.below(self.replay.len() as u64) as usize;
-                    learn(&mut self.core, &self.cfg, &self.replay[j], &mut stats)?;
-                    replayed += 1;
-                }
-                if self.replay.len() == self.cfg.replay_buffer_num_slots {
-                    self.replay.pop_front();
-                }
-                self.replay.push_back(batch);
+    /// The batch, then `replay_proportion` replayed ones on average (drawn from the recent
+    /// batches before the new one joins them).
+    fn schedule(&mut self, admitted: RunnerBatch) -> Vec<Arc<RunnerBatch>> {
+        let batch = Arc::new(admitted);
+        let mut out = vec![batch.clone()];
+        if self.cfg.replay_buffer_num_slots > 0 {
+            let p = self.cfg.replay_proportion;
+            let mut k = p.floor() as u64;
+            if self.rng.uniform() < p - p.floor() {
+                k += 1;
             }
+            for _ in 0..k.min(self.replay.len() as u64) {
+                let j = self.rng.below(self.replay.len() as u64) as usize;
+                out.push(self.replay[j].clone());
+                self.replayed += 1;
+            }
+            if self.replay.len() == self.cfg.replay_buffer_num_slots {
+                self.replay.pop_front();
+            }
+            self.replay.push_back(batch);
         }
-        let mean = rl_on_policy::loss::mean;
-        let mut m = Metrics::new();
-        m.insert("losses/policy_loss".into(), mean(&stats.pg));
-        m.insert("losses/value_loss".into(), mean(&stats.vf));
-        m.insert("losses/entropy".into(), mean(&stats.ent));
-        m.insert("losses/grad_norm".into(), mean(&stats.grad_norm));
-        m.insert("losses/mean_clipped_rho".into(), mean(&stats.rho));
+        out
+    }
+
+    fn iteration_metrics(&mut self, progress: &Progress, m: &mut Metrics) {
         m.insert(
             "charts/learning_rate".into(),
-            self.cfg
-                .learning_rate
-                .value(self.core.num_timesteps, self.core.total_timesteps),
+            self.cfg.learning_rate.at(progress),
         );
-        m.insert("perf/replayed_batches".into(), replayed as f64);
-        self.core.finish(&mut m, &took, t0)?;
-        Ok(m)
-    }
-
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        self.core
-            .save(dir, "impala", &self.cfg, Vec::new(), serde_json::Map::new())
+        m.insert("perf/replayed_batches".into(), self.replayed as f64);
+        self.replayed = 0;
     }
 }

@@ -4,23 +4,22 @@
 //! [`RunnerSet`] drives the runners on threads through a bounded [`ChannelTransport`] or in
 //! lockstep, and hands the learner its next batch.
 
-use crate::policy::{ActorCritic, PolicyKwargs};
+use crate::policy::ActorCritic;
 use crate::rollout::{CollectorState, RolloutCollector};
 use rl_core::Space;
 use rl_core::actor_learner::{
     ChannelTransport, Intake, Runner, RunnerPool, RunnerReports, Tagged, Transport, Versioned,
 };
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, run_yaml};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress};
 use rl_core::batch::{flatten_batch, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{Checkpoint, read_json, read_module, write_checkpoint};
-use rl_core::config::{ConfigError, RunConfig};
+use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
-use rl_core::optim::FlatOptimizer;
 use rl_core::params::load_module_tensors;
-use rl_core::params::{TensorMap, module_tensors, num_params};
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::vtrace::{VTraceInput, VTraceOutput, vtrace};
 use rl_core::{RlError, Rng};
@@ -355,8 +354,7 @@ pub struct Took {
     pub collect_seconds: f64,
 }
 
-/// Counters and generators the shell saves in `state.json` (the algorithm adds its own
-/// entries beside them).
+/// Counters the shell saves in `state.json` (the learner's entries sit beside them).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CoreState {
     /// Env steps.
@@ -369,65 +367,82 @@ pub struct CoreState {
     pub version: u64,
     /// Updates since the last broadcast.
     pub updates_since_broadcast: u64,
-    /// Optimizer steps.
-    pub optimizer_steps: u64,
     /// Batches dropped for their lag.
     pub dropped_batches: u64,
-    /// The learner's generator.
-    pub rng: Rng,
     /// `predict`'s generator.
     pub rng_predict: Rng,
     /// Lockstep runners (empty for threaded ones).
     pub runners: Vec<RunnerState>,
 }
 
-/// The shell of an actor-learner agent: the learner's policy and optimizer, the runners, the
-/// policy-lag intake, counters, generators, `predict` and checkpoints.
-pub struct ActorLearnerCore {
-    /// The run configuration.
-    pub run: RunConfig,
-    /// The autodiff device of the learner.
-    pub device: Device,
-    /// The learner's policy.
-    pub policy: ActorCritic,
-    /// Its optimizer.
-    pub opt: FlatOptimizer,
-    /// Learner updates so far.
-    pub version: u64,
-    updates_since_broadcast: u64,
-    /// The env runners.
-    pub runners: RunnerSet,
-    /// Lag measurement and dropping.
-    pub intake: Intake,
-    /// The learner's generator (replay, minibatches).
-    pub rng: Rng,
-    rng_predict: Rng,
-    /// Env steps so far.
-    pub num_timesteps: u64,
-    /// `train` calls so far.
-    pub iterations: u64,
-    /// Budget the schedules refer to.
-    pub total_timesteps: u64,
-    /// Observation space.
-    pub obs_space: Space,
-    /// Action space.
-    pub act_space: Space,
-    env_stats: Vec<serde_json::Value>,
-    /// The settings.
-    pub settings: LearnerSettings,
+/// What `state.json` holds: the shell's [`CoreState`] and the learner's entries, side by side.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedState {
+    #[serde(flatten)]
+    core: CoreState,
+    #[serde(flatten)]
+    learner: Map<String, serde_json::Value>,
 }
 
-impl ActorLearnerCore {
-    /// A fresh shell: the policy (from the run's `init` stream) on `device.autodiff()`, the
-    /// runners acting on `device` with its inference copy.
-    pub fn new(
+/// What an actor-learner algorithm adds to the shared shell: its hyperparameters and runner
+/// settings, how it builds its learner, which batches it learns from when one arrives, and
+/// its policy (what the runners get). Each [`Learner::update`] is one learner update: one
+/// policy version.
+pub trait ActorLearner: Learner<Batch = RunnerBatch> + Sized {
+    /// The hyperparameters (`algo_kwargs`).
+    type Config: AlgoConfig + Serialize + Clone;
+    /// The algorithm's name in configs and checkpoints.
+    const NAME: &'static str;
+
+    /// The runners, the queue, the lag limit and the broadcasts.
+    fn settings(cfg: &Self::Config) -> LearnerSettings;
+    /// A learner with a fresh policy for the run's spaces (observations, actions) on the
+    /// autodiff `device`.
+    fn build(
+        cfg: Self::Config,
         run: &RunConfig,
-        make_env: EnvMaker<'_>,
-        device: &Device,
-        kw: &PolicyKwargs,
-        opt: FlatOptimizer,
-        settings: LearnerSettings,
-    ) -> Result<Self, RlError> {
+        spaces: (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError>;
+    /// The hyperparameters.
+    fn config(&self) -> &Self::Config;
+    /// The policy the runners act with.
+    fn policy(&self) -> &ActorCritic;
+    /// The batches to learn from, in order, now that `admitted` arrived (IMPALA: it, then
+    /// replayed ones; APPO: one drawn from its circular buffer). Just `admitted` by default.
+    fn schedule(&mut self, admitted: RunnerBatch) -> Vec<Arc<RunnerBatch>> {
+        vec![Arc::new(admitted)]
+    }
+    /// Adds the iteration's metrics beyond the updates' means (learning rate, buffers) and
+    /// starts counting the next iteration's.
+    fn iteration_metrics(&mut self, _progress: &Progress, _m: &mut Metrics) {}
+}
+
+/// An actor-learner agent: the env runners, the policy-lag intake, the policy versions and
+/// their broadcasts, counters, `predict` and checkpoints around the learner `L`.
+pub struct ActorLearnerAgent<L: ActorLearner> {
+    run: RunConfig,
+    learner: L,
+    infer: Device,
+    version: u64,
+    updates_since_broadcast: u64,
+    runners: RunnerSet,
+    intake: Intake,
+    rng_predict: Rng,
+    num_timesteps: u64,
+    iterations: u64,
+    total_timesteps: u64,
+    obs_space: Space,
+    act_space: Space,
+    env_stats: Vec<serde_json::Value>,
+    settings: LearnerSettings,
+}
+
+impl<L: ActorLearner> ActorLearnerAgent<L> {
+    /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters): the learner's
+    /// policy on `device.autodiff()`, the runners acting on `device` with its inference copy.
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         if run.normalize.shared {
             // Each runner's envs live with the runner (on its thread): no one set to share.
             return Err(RlError::Config(ConfigError::new(
@@ -435,37 +450,34 @@ impl ActorLearnerCore {
                 "the actor-learner runners (IMPALA, APPO) normalize per env; set it to false",
             )));
         }
+        let settings = L::settings(&cfg);
         let infer = device.clone();
-        let device = device.clone().autodiff();
         let probe = make_env(run)?;
         let (obs_space, act_space) = (
             probe.observation_space().clone(),
             probe.action_space().clone(),
         );
         let env_stats = probe.save_stats();
-        let policy = ActorCritic::new(
-            &obs_space,
-            &act_space,
-            kw,
-            &mut Rng::for_stream(run.seed, "init"),
-            &device,
-        )
-        .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
+        let learner = L::build(
+            cfg,
+            run,
+            (&obs_space, &act_space),
+            device.clone().autodiff(),
+        )?;
         let initial = Versioned {
             version: 0,
-            weights: module_tensors(&policy),
+            weights: learner.weights(),
         };
-        let runners = RunnerSet::new(run, make_env, &settings, &policy, &infer, initial)?;
+        let policy = learner.policy();
+        let runners = RunnerSet::new(run, make_env, &settings, policy, &infer, initial)?;
         Ok(Self {
             run: run.clone(),
-            device,
-            policy,
-            opt,
+            learner,
+            infer,
             version: 0,
             updates_since_broadcast: 0,
             runners,
             intake: Intake::new(settings.max_policy_lag),
-            rng: Rng::for_stream(run.seed, "learner"),
             rng_predict: Rng::for_stream(run.seed, "predict"),
             num_timesteps: 0,
             iterations: 0,
@@ -477,13 +489,62 @@ impl ActorLearnerCore {
         })
     }
 
+    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
+    /// Lockstep runners resume where they were; threaded runners start new episodes.
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, L::NAME)?;
+        let mut a = Self::new(&run, make_env, device)?;
+        let s: SavedState = read_json(&ck, "state.json")?;
+        a.learner.load_state(&ck, &s.learner)?;
+        let c = s.core;
+        a.num_timesteps = c.num_timesteps;
+        a.iterations = c.iterations;
+        a.total_timesteps = c.total_timesteps;
+        a.version = c.version;
+        a.updates_since_broadcast = c.updates_since_broadcast;
+        a.intake.dropped = c.dropped_batches;
+        a.rng_predict = c.rng_predict;
+        let weights = Arc::new(Versioned {
+            version: a.version,
+            weights: a.learner.weights(),
+        });
+        a.runners
+            .restore(c.runners, weights, &ck.path_of("state.json"))?;
+        Ok(a)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &L::Config {
+        self.learner.config()
+    }
+
+    /// The learner.
+    pub fn learner(&self) -> &L {
+        &self.learner
+    }
+
+    /// The learner's policy.
+    pub fn policy(&self) -> &ActorCritic {
+        self.learner.policy()
+    }
+
+    /// Learner updates so far (the policy version).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Where training stands.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
+    }
+
     /// The next batch for the learner (runner `i`'s in lockstep), counted in `took`; None when
     /// it is dropped for its lag.
-    pub fn next_admitted(
-        &mut self,
-        i: usize,
-        took: &mut Took,
-    ) -> Result<Option<RunnerBatch>, RlError> {
+    fn next_admitted(&mut self, i: usize, took: &mut Took) -> Result<Option<RunnerBatch>, RlError> {
         let timeout = Duration::from_secs_f64(self.settings.learner_queue_timeout);
         let t = self.runners.next_batch(i, timeout)?;
         let b = &t.batch;
@@ -495,29 +556,15 @@ impl ActorLearnerCore {
         Ok(self.intake.admit(t, self.version).map(|t| t.batch))
     }
 
-    /// One optimizer step of the policy along the flat gradient `g` with step size `lr`
-    /// (after checking `losses` are finite); returns the gradient norm before clipping.
-    pub fn apply_gradient(
-        &mut self,
-        lr: f64,
-        g: rl_core::burn::tensor::Tensor<1>,
-        losses: &[(&str, f64)],
-    ) -> Result<f32, RlError> {
-        rl_core::algorithm::check_losses(self.num_timesteps, losses)?;
-        let (p, st) = self.opt.step_flat(lr, self.policy.clone(), g);
-        self.policy = p;
-        Ok(st.grad_norm)
-    }
-
     /// Counts a learner update and broadcasts the weights when due.
-    pub fn updated(&mut self) {
+    fn updated(&mut self) {
         self.version += 1;
         self.updates_since_broadcast += 1;
         if self.updates_since_broadcast >= self.settings.broadcast_interval {
             self.updates_since_broadcast = 0;
             let w = Arc::new(Versioned {
                 version: self.version,
-                weights: module_tensors(&self.policy),
+                weights: self.learner.weights(),
             });
             self.runners.publish(w);
         }
@@ -525,12 +572,7 @@ impl ActorLearnerCore {
 
     /// Counts the iteration and adds the lag, queue, restart and throughput metrics and
     /// CleanRL's charts; checks that every metric is finite.
-    pub fn finish(
-        &mut self,
-        m: &mut Metrics,
-        took: &Took,
-        started: Instant,
-    ) -> Result<(), RlError> {
+    fn finish(&mut self, m: &mut Metrics, took: &Took, started: Instant) -> Result<(), RlError> {
         self.iterations += 1;
         let (lag, queued) = self.intake.take_lags();
         m.insert("perf/policy_lag".into(), lag);
@@ -554,13 +596,76 @@ impl ActorLearnerCore {
         iteration_charts(m, &took.episodes, took.steps, rollout_s, started);
         rl_core::algorithm::check_finite(self.num_timesteps, m)
     }
+}
+
+impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+
+    fn num_timesteps(&self) -> u64 {
+        self.num_timesteps
+    }
+
+    fn total_timesteps(&self) -> u64 {
+        self.total_timesteps
+    }
+
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.total_timesteps = total;
+    }
+
+    fn observation_space(&self) -> &Space {
+        &self.obs_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.act_space
+    }
+
+    /// Normalization statistics an evaluation env needs.
+    fn env_stats(&self) -> Vec<serde_json::Value> {
+        self.runners
+            .env_stats()
+            .unwrap_or_else(|| self.env_stats.clone())
+    }
+
+    /// One batch from every runner; for each admitted one, the learner updates on the
+    /// batches it schedules (each update one policy version, broadcast when due). Metrics are
+    /// the updates' means.
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let mut took = Took::default();
+        let mut sums = Metrics::new();
+        let mut updates = 0usize;
+        for i in 0..self.settings.num_env_runners {
+            let Some(batch) = self.next_admitted(i, &mut took)? else {
+                continue;
+            };
+            for b in self.learner.schedule(batch) {
+                let m = self.learner.update(&b, &self.progress())?;
+                for (k, v) in m {
+                    *sums.entry(k).or_insert(0.0) += v;
+                }
+                updates += 1;
+                self.updated();
+            }
+        }
+        let mut m: Metrics = sums
+            .into_iter()
+            .map(|(k, v)| (k, v / updates.max(1) as f64))
+            .collect();
+        let progress = self.progress();
+        self.learner.iteration_metrics(&progress, &mut m);
+        self.finish(&mut m, &took, t0)?;
+        Ok(m)
+    }
 
     /// Actions for raw observations (deterministic: the mode), clipped to Box bounds.
-    pub fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
-        let infer = self.device.clone().inner();
-        let mut a = self.policy.valid().sample_actions(
-            tensor2(flat, n, self.obs_space.flat_dim(), &infer),
+        let mut a = self.learner.policy().valid().sample_actions(
+            tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
             &mut self.rng_predict,
             deterministic,
         );
@@ -568,110 +673,37 @@ impl ActorLearnerCore {
         Ok(a)
     }
 
-    /// Normalization statistics an evaluation env needs.
-    pub fn env_stats(&self) -> Vec<serde_json::Value> {
-        self.runners
-            .env_stats()
-            .unwrap_or_else(|| self.env_stats.clone())
-    }
-
-    /// Writes a checkpoint: `config.yaml` (with `cfg`), the policy, the optimizer, `extra`
-    /// files and `state.json` (the shell's [`CoreState`] and `extra_state`).
-    pub fn save(
-        &self,
-        dir: &Path,
-        name: &str,
-        cfg: &impl Serialize,
-        extra: Vec<(&'static str, Vec<u8>)>,
-        extra_state: Map<String, serde_json::Value>,
-    ) -> Result<(), RlError> {
-        let mut opt = TensorMap::default();
-        let steps = self.opt.save("optimizer", &mut opt);
-        let core = CoreState {
-            num_timesteps: self.num_timesteps,
-            iterations: self.iterations,
-            total_timesteps: self.total_timesteps,
-            version: self.version,
-            updates_since_broadcast: self.updates_since_broadcast,
-            optimizer_steps: steps,
-            dropped_batches: self.intake.dropped,
-            rng: self.rng.clone(),
-            rng_predict: self.rng_predict.clone(),
-            runners: self.runners.states()?,
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let LearnerState {
+            files: learner_files,
+            entries,
+        } = self.learner.save_state();
+        let state = SavedState {
+            core: CoreState {
+                num_timesteps: self.num_timesteps,
+                iterations: self.iterations,
+                total_timesteps: self.total_timesteps,
+                version: self.version,
+                updates_since_broadcast: self.updates_since_broadcast,
+                dropped_batches: self.intake.dropped,
+                rng_predict: self.rng_predict.clone(),
+                runners: self.runners.states()?,
+            },
+            learner: entries,
         };
-        let mut state = match serde_json::to_value(core).expect("serializable") {
-            serde_json::Value::Object(m) => m,
-            _ => unreachable!("a struct serializes to an object"),
-        };
-        state.extend(extra_state);
-        let mut files = vec![
-            (
-                "config.yaml",
-                run_yaml(&self.run, self.total_timesteps, cfg)?,
-            ),
-            ("model.safetensors", module_tensors(&self.policy).to_bytes()),
-            ("optimizer.safetensors", opt.to_bytes()),
-        ];
-        files.extend(extra);
+        let cfg = self.learner.config();
+        let mut files = vec![(
+            "config.yaml",
+            run_yaml(&self.run, self.total_timesteps, cfg)?,
+        )];
+        files.extend(learner_files);
         files.push((
             "state.json",
             serde_json::to_vec_pretty(&state).expect("serializable"),
         ));
-        write_checkpoint(dir, name, &files)?;
+        write_checkpoint(dir, L::NAME, &files)?;
         Ok(())
     }
-
-    /// Restores what [`save`](Self::save) wrote; returns `state.json` for the algorithm's
-    /// own entries.
-    pub fn restore(&mut self, ck: &Checkpoint) -> Result<Map<String, serde_json::Value>, RlError> {
-        let raw: Map<String, serde_json::Value> = read_json(ck, "state.json")?;
-        let s: CoreState = read_json(ck, "state.json")?;
-        self.policy = read_module(ck, "model.safetensors", self.policy.clone(), &self.device)?;
-        let file = ck.path_of("optimizer.safetensors");
-        let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
-        self.opt.load(
-            "optimizer",
-            &mut map,
-            s.optimizer_steps,
-            num_params(&self.policy),
-            &file,
-            &self.device,
-        )?;
-        self.num_timesteps = s.num_timesteps;
-        self.iterations = s.iterations;
-        self.total_timesteps = s.total_timesteps;
-        self.version = s.version;
-        self.updates_since_broadcast = s.updates_since_broadcast;
-        self.intake.dropped = s.dropped_batches;
-        self.rng = s.rng;
-        self.rng_predict = s.rng_predict;
-        let weights = Arc::new(Versioned {
-            version: self.version,
-            weights: module_tensors(&self.policy),
-        });
-        self.runners
-            .restore(s.runners, weights, &ck.path_of("state.json"))?;
-        Ok(raw)
-    }
-}
-
-/// The [`Algorithm`](rl_core::algorithm::Algorithm) accessors, `predict` and `env_stats` of an
-/// agent with an [`ActorLearnerCore`] field `core`.
-#[macro_export]
-macro_rules! actor_learner_accessors {
-    ($name:expr) => {
-        $crate::agent::__rl_core::algorithm_counters!($name);
-        fn env_stats(&self) -> Vec<$crate::agent::__rl_core::agent::__serde_json::Value> {
-            self.core.env_stats()
-        }
-        fn predict(
-            &mut self,
-            obs: &[f32],
-            deterministic: bool,
-        ) -> Result<Vec<f32>, $crate::agent::__rl_core::RlError> {
-            self.core.predict(obs, deterministic)
-        }
-    };
 }
 
 /// `γ (1 − done_t)` for every step of a batch laid out `[T][N]`: step `t` of env `e` ended an

@@ -5,7 +5,7 @@
 use crate::policy::ActorCritic;
 use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, RolloutPolicy, tensor2};
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
-use rl_core::algorithm::{Algorithm, Learner};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, state_entry};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
@@ -134,6 +134,15 @@ impl OnPolicyCore {
         })
     }
 
+    /// Where training stands, for the learner.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
+    }
+
     /// Counts the iteration and adds the charts (episodes, SPS, time split); checks that
     /// every metric is finite.
     pub fn finish(
@@ -259,12 +268,35 @@ fn fork_grads<M: Module, X>(
     (flat_grads(&p, loss.backward(), device), x)
 }
 
-/// Checkpoint files besides `config.yaml` and `state.json`, and the learner's entries of
-/// `state.json`.
-pub type LearnerFiles = (Vec<(&'static str, Vec<u8>)>, Map<String, Value>);
+/// How an on-policy algorithm collects: steps per env, discounting, gSDE.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RolloutSettings {
+    /// Steps per env and rollout.
+    pub n_steps: usize,
+    /// Discount.
+    pub gamma: f64,
+    /// GAE λ.
+    pub gae_lambda: f64,
+    /// gSDE: `Some(sde_sample_freq)` when the config asks for it (`use_sde`).
+    pub sde_sample_freq: Option<i64>,
+}
+
+impl RolloutSettings {
+    /// Settings from a config's `n_steps`, `gamma`, `gae_lambda`, `use_sde` and
+    /// `sde_sample_freq`.
+    pub fn new(n_steps: usize, gamma: f64, gae_lambda: f64, use_sde: bool, sde_freq: i64) -> Self {
+        Self {
+            n_steps,
+            gamma,
+            gae_lambda,
+            sde_sample_freq: use_sde.then_some(sde_freq),
+        }
+    }
+}
 
 /// What an on-policy algorithm adds to the shared agent: its hyperparameters, how it builds
-/// its learner around a fresh policy, and what its learner saves.
+/// its learner around a fresh policy, and the policy the shell collects with. Updates,
+/// weights and checkpoint state come through [`Learner`].
 pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     /// The hyperparameters (`algo_kwargs`).
     type Config: AlgoConfig + Serialize + Clone;
@@ -273,8 +305,8 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     /// The algorithm's name in configs and checkpoints.
     const NAME: &'static str;
 
-    /// `(n_steps, gamma, gae_lambda)` of the rollouts.
-    fn rollout_settings(cfg: &Self::Config) -> (usize, f64, f64);
+    /// How rollouts are collected.
+    fn rollout_settings(cfg: &Self::Config) -> RolloutSettings;
     /// A fresh policy network for the spaces, initialized from `rng`.
     fn make_policy(
         cfg: &Self::Config,
@@ -283,10 +315,6 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
         rng: &mut Rng,
         device: &Device,
     ) -> Result<Self::Policy, String>;
-    /// gSDE: `Some(sde_sample_freq)` when the config asks for it (`use_sde`), else None.
-    fn sde(_cfg: &Self::Config) -> Option<i64> {
-        None
-    }
     /// Rejects action spaces the algorithm does not handle (all by default).
     fn check_action_space(_space: &Space) -> Result<(), String> {
         Ok(())
@@ -305,12 +333,6 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     fn config(&self) -> &Self::Config;
     /// The policy network.
     fn policy(&self) -> &Self::Policy;
-    /// Tells the learner where training stands, for its schedules.
-    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64);
-    /// Its checkpoint files and `state.json` entries.
-    fn save_state(&self) -> LearnerFiles;
-    /// Restores what [`save_state`](Self::save_state) wrote.
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError>;
 }
 
 /// `model.safetensors` and `optimizer.safetensors` (state under `prefix`) for a learner with
@@ -319,21 +341,17 @@ pub fn save_policy_and_optimizer(
     policy: &impl Module,
     opt: &FlatOptimizer,
     prefix: &str,
-) -> LearnerFiles {
+) -> LearnerState {
     let mut map = TensorMap::default();
     let steps = opt.save(prefix, &mut map);
-    let mut state = Map::new();
-    state.insert("optimizer_steps".into(), steps.into());
-    (
-        vec![
-            (
-                "model.safetensors",
-                rl_core::params::module_tensors(policy).to_bytes(),
-            ),
-            ("optimizer.safetensors", map.to_bytes()),
-        ],
-        state,
-    )
+    let mut state = LearnerState::default();
+    state.insert("optimizer_steps", steps);
+    state.file(
+        "model.safetensors",
+        rl_core::params::module_tensors(policy).to_bytes(),
+    );
+    state.file("optimizer.safetensors", map.to_bytes());
+    state
 }
 
 /// Reads what [`save_policy_and_optimizer`] wrote into `policy` and `opt`.
@@ -345,15 +363,7 @@ pub fn load_policy_and_optimizer<M: Module>(
     prefix: &str,
     device: &Device,
 ) -> Result<(), RlError> {
-    let steps = state
-        .get("optimizer_steps")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| {
-            RlError::Config(ConfigError::new(
-                format!("{}: optimizer_steps", ck.path_of("state.json")),
-                "expected a non-negative integer",
-            ))
-        })?;
+    let steps: u64 = state_entry(ck, state, "optimizer_steps")?;
     *policy = read_module(ck, "model.safetensors", policy.clone(), device)?;
     let file = ck.path_of("optimizer.safetensors");
     let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
@@ -367,13 +377,10 @@ pub fn save_with_minibatch_rng(
     opt: &FlatOptimizer,
     prefix: &str,
     rng_batch: &Rng,
-) -> LearnerFiles {
-    let (files, mut state) = save_policy_and_optimizer(policy, opt, prefix);
-    state.insert(
-        "rng_batch".into(),
-        serde_json::to_value(rng_batch).expect("serializable"),
-    );
-    (files, state)
+) -> LearnerState {
+    let mut state = save_policy_and_optimizer(policy, opt, prefix);
+    state.insert("rng_batch", rng_batch);
+    state
 }
 
 /// Reads what [`save_with_minibatch_rng`] wrote; returns the minibatch generator.
@@ -386,25 +393,7 @@ pub fn load_with_minibatch_rng<M: Module>(
     device: &Device,
 ) -> Result<Rng, RlError> {
     load_policy_and_optimizer(ck, state, policy, opt, prefix, device)?;
-    rng_from_state(ck, state, "rng_batch")
-}
-
-/// The generator saved under `key` in the learner's `state.json` entries.
-pub fn rng_from_state(
-    ck: &Checkpoint,
-    state: &Map<String, Value>,
-    key: &str,
-) -> Result<Rng, RlError> {
-    state
-        .get(key)
-        .cloned()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .ok_or_else(|| {
-            RlError::Config(ConfigError::new(
-                format!("{}: {key}", ck.path_of("state.json")),
-                "missing or not a generator state",
-            ))
-        })
+    state_entry(ck, state, "rng_batch")
 }
 
 /// What `state.json` holds: the shell's [`CoreState`] and the learner's entries, side by side.
@@ -428,7 +417,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let device = device.clone().autodiff();
-        let (n_steps, _, _) = L::rollout_settings(&cfg);
+        let n_steps = L::rollout_settings(&cfg).n_steps;
         let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
         L::check_action_space(&core.act_space)
             .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))?;
@@ -489,19 +478,44 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
 }
 
 impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
-    rl_core::core_accessors!(L::NAME);
+    fn name(&self) -> &str {
+        L::NAME
+    }
+
+    fn num_timesteps(&self) -> u64 {
+        self.core.num_timesteps
+    }
+
+    fn total_timesteps(&self) -> u64 {
+        self.core.total_timesteps
+    }
+
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.core.total_timesteps = total;
+    }
+
+    fn observation_space(&self) -> &Space {
+        &self.core.obs_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.core.act_space
+    }
+
+    fn env_stats(&self) -> Vec<Value> {
+        self.core.collector.env.save_stats()
+    }
 
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let cfg = self.learner.config();
-        let (_, gamma, lambda) = L::rollout_settings(cfg);
-        let sde_freq = L::sde(cfg).unwrap_or(-1);
+        let s = L::rollout_settings(self.learner.config());
+        let sde_freq = s.sde_sample_freq.unwrap_or(-1);
         let r = self
             .core
-            .collect(self.learner.policy(), gamma, lambda, sde_freq)?;
-        self.learner
-            .set_progress(self.core.num_timesteps, self.core.total_timesteps);
-        let mut m = self.learner.update(&mut self.core.collector.buffer)?;
+            .collect(self.learner.policy(), s.gamma, s.gae_lambda, sde_freq)?;
+        let mut m = self
+            .learner
+            .update(&self.core.collector.buffer, &self.core.progress())?;
         self.core.finish(&mut m, &r, t0)?;
         Ok(m)
     }
@@ -515,7 +529,10 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let (mut files, learner) = self.learner.save_state();
+        let LearnerState {
+            mut files,
+            entries: learner,
+        } = self.learner.save_state();
         let state = SavedState {
             core: self.core.state()?,
             learner,
@@ -535,120 +552,3 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
 
 #[doc(hidden)]
 pub use rl_core as __rl_core;
-
-/// The [`OnPolicyLearner`] config type and accessors for a learner with fields `cfg` (whose
-/// config has `n_steps`, `gamma`, `gae_lambda`, `policy_kwargs`, `use_sde` and
-/// `sde_sample_freq`), `policy`, `num_timesteps` and
-/// `total_timesteps`.
-#[macro_export]
-macro_rules! learner_accessors {
-    ($cfg:ty) => {
-        type Config = $cfg;
-        type Policy = $crate::ActorCritic;
-
-        fn rollout_settings(cfg: &$cfg) -> (usize, f64, f64) {
-            (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
-        }
-        fn make_policy(
-            cfg: &$cfg,
-            obs_space: &$crate::agent::__rl_core::Space,
-            act_space: &$crate::agent::__rl_core::Space,
-            rng: &mut $crate::agent::__rl_core::Rng,
-            device: &$crate::agent::__rl_core::burn::tensor::Device,
-        ) -> Result<$crate::ActorCritic, String> {
-            $crate::ActorCritic::with_sde(
-                obs_space,
-                act_space,
-                &cfg.policy_kwargs,
-                cfg.use_sde,
-                rng,
-                device,
-            )
-        }
-        fn config(&self) -> &$cfg {
-            &self.cfg
-        }
-        fn policy(&self) -> &$crate::ActorCritic {
-            &self.policy
-        }
-        fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
-            self.num_timesteps = num_timesteps;
-            self.total_timesteps = total_timesteps;
-        }
-        fn sde(cfg: &$cfg) -> Option<i64> {
-            cfg.use_sde.then_some(cfg.sde_sample_freq)
-        }
-    };
-}
-
-/// [`Learner::weights`] and [`Learner::set_weights`] for a learner whose parameters are its
-/// `policy` (on `device`).
-#[macro_export]
-macro_rules! policy_weights {
-    () => {
-        fn weights(&self) -> $crate::agent::__rl_core::params::TensorMap {
-            $crate::agent::__rl_core::params::module_tensors(&self.policy)
-        }
-
-        fn set_weights(
-            &mut self,
-            weights: &$crate::agent::__rl_core::params::TensorMap,
-        ) -> Result<(), $crate::agent::__rl_core::RlError> {
-            self.policy = $crate::agent::__rl_core::params::load_module_tensors(
-                self.policy.clone(),
-                weights,
-                "weights",
-                &self.device,
-            )?;
-            Ok(())
-        }
-    };
-}
-
-/// [`OnPolicyLearner::build`] for a learner whose
-/// `new(cfg, policy, device, rng_batch, total_timesteps)` needs nothing else from the run: its
-/// minibatch RNG is the run seed's `"minibatch"` stream.
-#[macro_export]
-macro_rules! minibatch_learner_build {
-    () => {
-        fn build(
-            cfg: Self::Config,
-            policy: Self::Policy,
-            device: $crate::agent::__rl_core::burn::tensor::Device,
-            run: &$crate::agent::__rl_core::config::RunConfig,
-            _spaces: (
-                &$crate::agent::__rl_core::Space,
-                &$crate::agent::__rl_core::Space,
-            ),
-        ) -> Result<Self, $crate::agent::__rl_core::RlError> {
-            let rng = $crate::agent::__rl_core::Rng::for_stream(run.seed, "minibatch");
-            Ok(Self::new(cfg, policy, device, rng, run.total_timesteps))
-        }
-    };
-}
-
-/// [`OnPolicyLearner::save_state`] and [`OnPolicyLearner::load_state`] for a learner with
-/// fields `policy`, `opt` (Adam state under `"adam"`), `rng_batch` and `device`.
-#[macro_export]
-macro_rules! minibatch_learner_state {
-    () => {
-        fn save_state(&self) -> $crate::LearnerFiles {
-            $crate::agent::save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
-        }
-        fn load_state(
-            &mut self,
-            ck: &$crate::agent::__rl_core::checkpoint::Checkpoint,
-            state: &serde_json::Map<String, serde_json::Value>,
-        ) -> Result<(), $crate::agent::__rl_core::RlError> {
-            self.rng_batch = $crate::agent::load_with_minibatch_rng(
-                ck,
-                state,
-                &mut self.policy,
-                &mut self.opt,
-                "adam",
-                &self.device,
-            )?;
-            Ok(())
-        }
-    };
-}

@@ -10,7 +10,7 @@ pub mod recurrent;
 pub mod rollout;
 
 pub use agent::{
-    CoreState, LearnerFiles, OnPolicyAgent, OnPolicyCore, OnPolicyLearner, Rollout,
+    CoreState, OnPolicyAgent, OnPolicyCore, OnPolicyLearner, Rollout, RolloutSettings,
     actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
 };
 pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput, Sde, SdeNoise};

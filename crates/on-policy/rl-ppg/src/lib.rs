@@ -10,7 +10,7 @@ pub mod loss;
 
 pub use config::PpgConfig;
 
-use rl_core::algorithm::{Learner, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn;
@@ -25,7 +25,7 @@ use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
 use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
-use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
+use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings};
 use rl_ppo::PpoLearner;
 use serde_json::{Map, Value};
 
@@ -70,10 +70,6 @@ pub struct PpgLearner {
     buffer: AuxBuffer,
     policy_iters: usize,
     rng_aux: Rng,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl PpgLearner {
@@ -91,7 +87,6 @@ impl PpgLearner {
             policy,
             device.clone(),
             Rng::for_stream(run.seed, "minibatch"),
-            run.total_timesteps,
         );
         Self {
             aux_opt: FlatOptimizer::new(OptimizerKind::adam(cfg.adam_eps), cfg.max_grad_norm),
@@ -102,8 +97,6 @@ impl PpgLearner {
             buffer: AuxBuffer::default(),
             policy_iters: 0,
             rng_aux: Rng::for_stream(run.seed, "aux"),
-            num_timesteps: 0,
-            total_timesteps: run.total_timesteps,
         }
     }
 
@@ -122,7 +115,7 @@ impl PpgLearner {
     }
 
     /// The auxiliary phase over the buffer (then emptied).
-    fn aux_phase(&mut self, lr: f64, m: &mut Metrics) -> Result<(), RlError> {
+    fn aux_phase(&mut self, lr: f64, step: u64, m: &mut Metrics) -> Result<(), RlError> {
         let dev = self.device.clone();
         let inner = dev.clone().inner();
         let od = self.buffer.obs.len() / self.buffer.len().max(1);
@@ -170,10 +163,7 @@ impl PpgLearner {
                 );
                 let s = |t: &rl_core::burn::tensor::Tensor<1>| host(t.clone().inner())[0] as f64;
                 let (tl, al, kl, vl) = (s(&l.total), s(&l.aux_value), s(&l.kl), s(&l.value));
-                rl_core::algorithm::check_losses(
-                    self.num_timesteps,
-                    &[("losses/aux_total_loss", tl)],
-                )?;
+                rl_core::algorithm::check_losses(step, &[("losses/aux_total_loss", tl)])?;
                 joint.push(al);
                 kls.push(kl);
                 values.push(vl);
@@ -198,10 +188,8 @@ impl Learner for PpgLearner {
 
     /// One policy-phase update (PPO) on the rollout, kept for the auxiliary phase, which runs
     /// after every `n_policy_iters` of them.
-    fn update(&mut self, buf: &mut RolloutBuffer) -> Result<Metrics, RlError> {
-        self.ppo.num_timesteps = self.num_timesteps;
-        self.ppo.total_timesteps = self.total_timesteps;
-        let mut m = self.ppo.update(buf)?;
+    fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
+        let mut m = self.ppo.update(buf, progress)?;
         let n = buf.len();
         self.buffer
             .obs
@@ -211,7 +199,7 @@ impl Learner for PpgLearner {
         if self.policy_iters >= self.cfg.n_policy_iters {
             self.policy_iters = 0;
             let lr = m["charts/learning_rate"];
-            self.aux_phase(lr, &mut m)?;
+            self.aux_phase(lr, progress.num_timesteps, &mut m)?;
         }
         Ok(m)
     }
@@ -234,6 +222,54 @@ impl Learner for PpgLearner {
         )?;
         Ok(())
     }
+
+    fn save_state(&self) -> LearnerState {
+        let mut state = self.ppo.save_state();
+        // The auxiliary head, its optimizer and the buffer of this policy phase.
+        let mut aux = TensorMap::default();
+        aux.extend_prefixed("head.", module_tensors(&self.aux_head));
+        let steps = self.aux_opt.save("aux_adam", &mut aux);
+        let od = self.obs_dim();
+        aux.insert(
+            "buffer.obs",
+            vec![self.buffer.len(), od],
+            self.buffer.obs.clone(),
+        );
+        aux.insert(
+            "buffer.returns",
+            vec![self.buffer.len()],
+            self.buffer.returns.clone(),
+        );
+        state.file(AUX_FILE, aux.to_bytes());
+        state.insert("aux_optimizer_steps", steps);
+        state.insert("policy_iters", self.policy_iters);
+        state.insert("rng_aux", &self.rng_aux);
+        state
+    }
+    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
+        self.ppo.load_state(ck, state)?;
+        let file = ck.path_of(AUX_FILE);
+        let mut aux = TensorMap::from_bytes(ck.file(AUX_FILE)?, &file)?;
+        let head = aux.split_off_prefix("head.");
+        self.aux_head = load_module_tensors(self.aux_head.clone(), &head, &file, &self.device)?;
+        let steps: u64 = state_entry(ck, state, "aux_optimizer_steps")?;
+        // PpgModel's parameters: the actor-critic's, then the head's.
+        let n_params = num_params(self.ppo.policy()) + num_params(&self.aux_head);
+        self.aux_opt
+            .load("aux_adam", &mut aux, steps, n_params, &file, &self.device)?;
+        let od = self.obs_dim();
+        let n = aux
+            .0
+            .get("buffer.returns")
+            .map(|(s, _)| s.first().copied().unwrap_or(0))
+            .unwrap_or(0);
+        let obs = aux.take("buffer.obs", &[n, od], &file)?;
+        let returns = aux.take("buffer.returns", &[n], &file)?;
+        self.buffer = AuxBuffer { obs, returns };
+        self.policy_iters = state_entry(ck, state, "policy_iters")?;
+        self.rng_aux = state_entry(ck, state, "rng_aux")?;
+        Ok(())
+    }
 }
 
 /// A PPG agent with its envs, ready to train.
@@ -246,8 +282,9 @@ impl OnPolicyLearner for PpgLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "ppg";
 
-    fn rollout_settings(cfg: &PpgConfig) -> (usize, f64, f64) {
-        (cfg.n_steps, cfg.gamma, cfg.gae_lambda)
+    /// PPG collects without gSDE (discrete actions only).
+    fn rollout_settings(cfg: &PpgConfig) -> RolloutSettings {
+        RolloutSettings::new(cfg.n_steps, cfg.gamma, cfg.gae_lambda, false, -1)
     }
     fn make_policy(
         cfg: &PpgConfig,
@@ -281,72 +318,5 @@ impl OnPolicyLearner for PpgLearner {
     }
     fn policy(&self) -> &ActorCritic {
         self.ppo.policy()
-    }
-    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
-        self.num_timesteps = num_timesteps;
-        self.total_timesteps = total_timesteps;
-    }
-    fn save_state(&self) -> LearnerFiles {
-        let (mut files, mut state) = self.ppo.save_state();
-        // The auxiliary head, its optimizer and the buffer of this policy phase.
-        let mut aux = TensorMap::default();
-        aux.extend_prefixed("head.", module_tensors(&self.aux_head));
-        let steps = self.aux_opt.save("aux_adam", &mut aux);
-        let od = self.obs_dim();
-        aux.insert(
-            "buffer.obs",
-            vec![self.buffer.len(), od],
-            self.buffer.obs.clone(),
-        );
-        aux.insert(
-            "buffer.returns",
-            vec![self.buffer.len()],
-            self.buffer.returns.clone(),
-        );
-        files.push((AUX_FILE, aux.to_bytes()));
-        state.insert("aux_optimizer_steps".into(), steps.into());
-        state.insert("policy_iters".into(), self.policy_iters.into());
-        state.insert(
-            "rng_aux".into(),
-            serde_json::to_value(&self.rng_aux).expect("serializable"),
-        );
-        (files, state)
-    }
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        self.ppo.load_state(ck, state)?;
-        let file = ck.path_of(AUX_FILE);
-        let bad = |key: &str, what: &str| {
-            RlError::Config(rl_core::config::ConfigError::new(
-                format!("{}: {key}", ck.path_of("state.json")),
-                what,
-            ))
-        };
-        let mut aux = TensorMap::from_bytes(ck.file(AUX_FILE)?, &file)?;
-        let head = aux.split_off_prefix("head.");
-        self.aux_head = load_module_tensors(self.aux_head.clone(), &head, &file, &self.device)?;
-        let steps = state
-            .get("aux_optimizer_steps")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("aux_optimizer_steps", "expected a non-negative integer"))?;
-        // PpgModel's parameters: the actor-critic's, then the head's.
-        let n_params = num_params(self.ppo.policy()) + num_params(&self.aux_head);
-        self.aux_opt
-            .load("aux_adam", &mut aux, steps, n_params, &file, &self.device)?;
-        let od = self.obs_dim();
-        let n = aux
-            .0
-            .get("buffer.returns")
-            .map(|(s, _)| s.first().copied().unwrap_or(0))
-            .unwrap_or(0);
-        let obs = aux.take("buffer.obs", &[n, od], &file)?;
-        let returns = aux.take("buffer.returns", &[n], &file)?;
-        self.buffer = AuxBuffer { obs, returns };
-        self.policy_iters = state
-            .get("policy_iters")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("policy_iters", "expected a non-negative integer"))?
-            as usize;
-        self.rng_aux = rl_on_policy::agent::rng_from_state(ck, state, "rng_aux")?;
-        Ok(())
     }
 }

@@ -9,15 +9,22 @@ pub mod loss;
 
 pub use config::PpoConfig;
 
-use rl_core::Rng;
-use rl_core::algorithm::{Learner, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
+use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
+use rl_on_policy::agent::{load_with_minibatch_rng, save_with_minibatch_rng};
 use rl_on_policy::rollout::{host, tensor2};
-use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, actor_critic_grads};
+use rl_on_policy::{
+    ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings, actor_critic_grads,
+};
+use serde_json::{Map, Value};
 
 /// The optimization half of PPO: the policy, its optimizer and the minibatch generator. It
 /// updates from any [`RolloutBuffer`], so collection can live elsewhere (other threads or
@@ -28,29 +35,17 @@ pub struct PpoLearner {
     policy: ActorCritic,
     opt: FlatOptimizer,
     rng_batch: Rng,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl PpoLearner {
-    /// A learner for `policy` (on the autodiff `device`).
-    pub fn new(
-        cfg: PpoConfig,
-        policy: ActorCritic,
-        device: Device,
-        rng_batch: Rng,
-        total_timesteps: u64,
-    ) -> Self {
+    /// A learner for `policy` (on the autodiff `device`) drawing minibatches from `rng_batch`.
+    pub fn new(cfg: PpoConfig, policy: ActorCritic, device: Device, rng_batch: Rng) -> Self {
         Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(cfg.adam_eps), cfg.max_grad_norm),
             cfg,
             device,
             policy,
             rng_batch,
-            num_timesteps: 0,
-            total_timesteps,
         }
     }
 
@@ -69,16 +64,10 @@ impl Learner for PpoLearner {
     type Batch = RolloutBuffer;
 
     /// One PPO update over a collected rollout (SB3's `PPO.train`).
-    fn update(&mut self, batch: &mut RolloutBuffer) -> Result<Metrics, RlError> {
-        let total = self.total_timesteps;
-        let lr = self.cfg.learning_rate.value(self.num_timesteps, total);
-        let clip = self.cfg.clip_range.value(self.num_timesteps, total);
-        let clip_vf = self
-            .cfg
-            .clip_range_vf
-            .as_ref()
-            .map(|s| s.value(self.num_timesteps, total));
-        let buf: &RolloutBuffer = batch;
+    fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
+        let lr = self.cfg.learning_rate.at(progress);
+        let clip = self.cfg.clip_range.at(progress);
+        let clip_vf = self.cfg.clip_range_vf.as_ref().map(|s| s.at(progress));
         let (od, ad) = (buf.obs_dim, buf.act_dim);
         let mut stats = PpoStats::default();
         'epochs: for _ in 0..self.cfg.n_epochs {
@@ -143,7 +132,7 @@ impl Learner for PpoLearner {
                     approx_kl: loss::approx_kl(&logp_h, &old_logp),
                     clipfrac: loss::clip_fraction(&ratio_h, clip),
                 };
-                if stats.record(&losses, cfg, self.num_timesteps)? {
+                if stats.record(&losses, cfg, progress.num_timesteps)? {
                     break 'epochs;
                 }
                 let (policy, step) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
@@ -154,7 +143,23 @@ impl Learner for PpoLearner {
         Ok(stats.metrics(buf, lr, clip))
     }
 
-    rl_on_policy::policy_weights!();
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
+        Ok(())
+    }
 }
 
 /// The losses of one PPO minibatch (host values).
@@ -232,10 +237,47 @@ impl PpoStats {
 pub type Ppo = OnPolicyAgent<PpoLearner>;
 
 impl OnPolicyLearner for PpoLearner {
-    rl_on_policy::learner_accessors!(PpoConfig);
-
+    type Config = PpoConfig;
+    type Policy = ActorCritic;
     const NAME: &'static str = "ppo";
 
-    rl_on_policy::minibatch_learner_build!();
-    rl_on_policy::minibatch_learner_state!();
+    fn rollout_settings(c: &PpoConfig) -> RolloutSettings {
+        RolloutSettings::new(
+            c.n_steps,
+            c.gamma,
+            c.gae_lambda,
+            c.use_sde,
+            c.sde_sample_freq,
+        )
+    }
+
+    fn make_policy(
+        cfg: &PpoConfig,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        let kw = &cfg.policy_kwargs;
+        ActorCritic::with_sde(obs_space, act_space, kw, cfg.use_sde, rng, device)
+    }
+
+    fn build(
+        cfg: PpoConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&Space, &Space),
+    ) -> Result<Self, RlError> {
+        let rng = Rng::for_stream(run.seed, "minibatch");
+        Ok(Self::new(cfg, policy, device, rng))
+    }
+
+    fn config(&self) -> &PpoConfig {
+        &self.cfg
+    }
+
+    fn policy(&self) -> &ActorCritic {
+        &self.policy
+    }
 }

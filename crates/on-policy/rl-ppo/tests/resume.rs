@@ -83,7 +83,6 @@ fn learner_weights_roundtrip() {
         b.policy().clone(),
         Device::flex().autodiff(),
         rl_core::Rng::seed_from(0),
-        1,
     );
     learner.set_weights(&a.learner().weights()).unwrap();
     assert_eq!(learner.weights(), a.learner().weights());

@@ -12,17 +12,22 @@ pub mod loss;
 pub use config::{LstmSettings, RecurrentPpoConfig};
 
 use rl_core::Rng;
-use rl_core::algorithm::{Learner, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
 use rl_core::sequences::{Sequence, pad_sequences, sequence_minibatches, split_sequences};
 use rl_core::{Space, batch::host, batch::tensor1, batch::tensor2};
 pub use rl_on_policy::EnvMaker;
+use rl_on_policy::agent::{load_with_minibatch_rng, save_with_minibatch_rng, split_grads};
 use rl_on_policy::recurrent::RecurrentActorCritic;
-use rl_on_policy::{OnPolicyAgent, OnPolicyLearner, agent::split_grads};
-use rl_ppo::{MinibatchLosses, PpoStats};
+use rl_on_policy::{OnPolicyAgent, OnPolicyLearner, RolloutSettings};
+use rl_ppo::{MinibatchLosses, PpoLearner, PpoStats};
+use serde_json::{Map, Value};
 
 /// One minibatch of padded sequences, host side.
 struct SequenceBatch {
@@ -94,20 +99,15 @@ pub struct RecurrentPpoLearner {
     policy: RecurrentActorCritic,
     opt: FlatOptimizer,
     rng_batch: Rng,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl RecurrentPpoLearner {
-    /// A learner for `policy` (on the autodiff `device`).
+    /// A learner for `policy` (on the autodiff `device`) drawing minibatches from `rng_batch`.
     pub fn new(
         cfg: RecurrentPpoConfig,
         policy: RecurrentActorCritic,
         device: Device,
         rng_batch: Rng,
-        total_timesteps: u64,
     ) -> Self {
         Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(cfg.ppo.adam_eps), cfg.ppo.max_grad_norm),
@@ -115,8 +115,6 @@ impl RecurrentPpoLearner {
             device,
             policy,
             rng_batch,
-            num_timesteps: 0,
-            total_timesteps,
         }
     }
 }
@@ -126,16 +124,11 @@ impl Learner for RecurrentPpoLearner {
 
     /// One PPO update over a collected rollout, minibatches of whole sequences
     /// (sb3-contrib's `RecurrentPPO.train`, sequences capped at `sequence_length`).
-    fn update(&mut self, batch: &mut RolloutBuffer) -> Result<Metrics, RlError> {
+    fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg.ppo;
-        let total = self.total_timesteps;
-        let lr = cfg.learning_rate.value(self.num_timesteps, total);
-        let clip = cfg.clip_range.value(self.num_timesteps, total);
-        let clip_vf = cfg
-            .clip_range_vf
-            .as_ref()
-            .map(|s| s.value(self.num_timesteps, total));
-        let buf: &RolloutBuffer = batch;
+        let lr = cfg.learning_rate.at(progress);
+        let clip = cfg.clip_range.at(progress);
+        let clip_vf = cfg.clip_range_vf.as_ref().map(|s| s.at(progress));
         let len = self.cfg.lstm.sequence_length;
         let seqs = split_sequences(&buf.episode_starts, buf.n_steps, buf.n_envs, len);
         let mut stats = PpoStats::default();
@@ -201,7 +194,7 @@ impl Learner for RecurrentPpoLearner {
                     approx_kl: rl_ppo::loss::approx_kl(&b.real(&logp_h), &b.real(&b.old_log_probs)),
                     clipfrac: rl_ppo::loss::clip_fraction(&b.real(&ratio_h), clip),
                 };
-                if stats.record(&losses, cfg, self.num_timesteps)? {
+                if stats.record(&losses, cfg, progress.num_timesteps)? {
                     break 'epochs;
                 }
                 let (policy, step) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
@@ -214,7 +207,23 @@ impl Learner for RecurrentPpoLearner {
         Ok(m)
     }
 
-    rl_on_policy::policy_weights!();
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
+        Ok(())
+    }
 }
 
 /// A Recurrent PPO agent with its envs, ready to train.
@@ -225,8 +234,8 @@ impl OnPolicyLearner for RecurrentPpoLearner {
     type Policy = RecurrentActorCritic;
     const NAME: &'static str = "recurrent_ppo";
 
-    fn rollout_settings(cfg: &RecurrentPpoConfig) -> (usize, f64, f64) {
-        (cfg.ppo.n_steps, cfg.ppo.gamma, cfg.ppo.gae_lambda)
+    fn rollout_settings(cfg: &RecurrentPpoConfig) -> RolloutSettings {
+        PpoLearner::rollout_settings(&cfg.ppo)
     }
     fn make_policy(
         cfg: &RecurrentPpoConfig,
@@ -248,19 +257,20 @@ impl OnPolicyLearner for RecurrentPpoLearner {
             device,
         )
     }
-    fn sde(cfg: &RecurrentPpoConfig) -> Option<i64> {
-        cfg.ppo.use_sde.then_some(cfg.ppo.sde_sample_freq)
+    fn build(
+        cfg: RecurrentPpoConfig,
+        policy: RecurrentActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&Space, &Space),
+    ) -> Result<Self, RlError> {
+        let rng = Rng::for_stream(run.seed, "minibatch");
+        Ok(Self::new(cfg, policy, device, rng))
     }
-    rl_on_policy::minibatch_learner_build!();
     fn config(&self) -> &RecurrentPpoConfig {
         &self.cfg
     }
     fn policy(&self) -> &RecurrentActorCritic {
         &self.policy
     }
-    fn set_progress(&mut self, num_timesteps: u64, total_timesteps: u64) {
-        self.num_timesteps = num_timesteps;
-        self.total_timesteps = total_timesteps;
-    }
-    rl_on_policy::minibatch_learner_state!();
 }

@@ -9,17 +9,20 @@ pub mod loss;
 
 pub use config::TrpoConfig;
 
-use rl_core::Rng;
-use rl_core::algorithm::{Learner, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
 use rl_core::params::{flat_grads, flat_params, set_flat};
+use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
-use rl_on_policy::{ActorCritic, LearnerFiles, OnPolicyAgent, OnPolicyLearner};
+use rl_on_policy::agent::{load_with_minibatch_rng, save_with_minibatch_rng};
+use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings};
 use serde_json::{Map, Value};
 
 /// Name of the value optimizer's state inside `optimizer.safetensors`.
@@ -33,21 +36,11 @@ pub struct TrpoLearner {
     policy: ActorCritic,
     opt: FlatOptimizer,
     rng_batch: Rng,
-    /// Env steps so far, for the schedules.
-    pub num_timesteps: u64,
-    /// The budget the schedules are relative to.
-    pub total_timesteps: u64,
 }
 
 impl TrpoLearner {
-    /// A learner for `policy` (on the autodiff `device`).
-    pub fn new(
-        cfg: TrpoConfig,
-        policy: ActorCritic,
-        device: Device,
-        rng_batch: Rng,
-        total_timesteps: u64,
-    ) -> Self {
+    /// A learner for `policy` (on the autodiff `device`) drawing minibatches from `rng_batch`.
+    pub fn new(cfg: TrpoConfig, policy: ActorCritic, device: Device, rng_batch: Rng) -> Self {
         Self {
             // SB3's policies use Adam with eps 1e-5; TRPO does not clip gradients.
             opt: FlatOptimizer::new(OptimizerKind::adam(1e-5), None),
@@ -55,8 +48,6 @@ impl TrpoLearner {
             device,
             policy,
             rng_batch,
-            num_timesteps: 0,
-            total_timesteps,
         }
     }
 
@@ -158,11 +149,8 @@ impl Learner for TrpoLearner {
 
     /// One TRPO update (sb3-contrib's `TRPO.train`): the policy step, then
     /// `n_critic_updates` passes of value regression in minibatches.
-    fn update(&mut self, buf: &mut RolloutBuffer) -> Result<Metrics, RlError> {
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.num_timesteps, self.total_timesteps);
+    fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
+        let lr = self.cfg.learning_rate.at(progress);
         let mut m = self.policy_step(buf);
         let od = buf.obs_dim;
         let mut value_losses = Vec::new();
@@ -179,7 +167,8 @@ impl Learner for TrpoLearner {
                 let vl =
                     rl_core::losses::mse(tensor1(returns, &self.device), self.policy.values(obs));
                 let v = host(vl.clone().inner())[0] as f64;
-                rl_core::algorithm::check_losses(self.num_timesteps, &[("losses/value_loss", v)])?;
+                let step = progress.num_timesteps;
+                rl_core::algorithm::check_losses(step, &[("losses/value_loss", v)])?;
                 value_losses.push(v);
                 // The value loss reaches only the value network (separate networks).
                 let g = flat_grads(&self.policy, vl.backward(), &self.device);
@@ -194,30 +183,72 @@ impl Learner for TrpoLearner {
         Ok(m)
     }
 
-    rl_on_policy::policy_weights!();
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    /// The policy, the value optimizer and the minibatch generator (the natural-gradient
+    /// step keeps no state).
+    fn save_state(&self) -> LearnerState {
+        save_with_minibatch_rng(&self.policy, &self.opt, OPT, &self.rng_batch)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, OPT, &self.device)?;
+        Ok(())
+    }
 }
 
 /// A TRPO agent with its envs, ready to train.
 pub type Trpo = OnPolicyAgent<TrpoLearner>;
 
 impl OnPolicyLearner for TrpoLearner {
-    rl_on_policy::learner_accessors!(TrpoConfig);
-
+    type Config = TrpoConfig;
+    type Policy = ActorCritic;
     const NAME: &'static str = "trpo";
 
-    rl_on_policy::minibatch_learner_build!();
-    fn save_state(&self) -> LearnerFiles {
-        rl_on_policy::agent::save_with_minibatch_rng(&self.policy, &self.opt, OPT, &self.rng_batch)
+    fn rollout_settings(c: &TrpoConfig) -> RolloutSettings {
+        RolloutSettings::new(
+            c.n_steps,
+            c.gamma,
+            c.gae_lambda,
+            c.use_sde,
+            c.sde_sample_freq,
+        )
     }
-    fn load_state(&mut self, ck: &Checkpoint, state: &Map<String, Value>) -> Result<(), RlError> {
-        self.rng_batch = rl_on_policy::agent::load_with_minibatch_rng(
-            ck,
-            state,
-            &mut self.policy,
-            &mut self.opt,
-            OPT,
-            &self.device,
-        )?;
-        Ok(())
+
+    fn make_policy(
+        cfg: &TrpoConfig,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        let kw = &cfg.policy_kwargs;
+        ActorCritic::with_sde(obs_space, act_space, kw, cfg.use_sde, rng, device)
+    }
+
+    fn build(
+        cfg: TrpoConfig,
+        policy: ActorCritic,
+        device: Device,
+        run: &RunConfig,
+        _spaces: (&Space, &Space),
+    ) -> Result<Self, RlError> {
+        let rng = Rng::for_stream(run.seed, "minibatch");
+        Ok(Self::new(cfg, policy, device, rng))
+    }
+
+    fn config(&self) -> &TrpoConfig {
+        &self.cfg
+    }
+
+    fn policy(&self) -> &ActorCritic {
+        &self.policy
     }
 }

@@ -1,0 +1,360 @@
+//! The family's shell: envs, replay buffer, counters, generators, collection, the gradient
+//! steps due, `predict` and checkpoints ([`OffPolicyCore`]) around a learner that implements
+//! [`OffPolicyLearner`]; [`OffPolicyAgent`] is the [`Algorithm`] of DQN, SAC and AWR.
+
+use crate::{CoreState, OffPolicyCore, ReplayOptions, TrainFrequency};
+use rl_core::agent::EnvMaker;
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, check_finite};
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::logger::Metrics;
+use rl_core::replay::{Replay, TransitionBatch};
+use rl_core::{RlError, Rng, Space};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+use std::time::Instant;
+
+/// How the shell feeds its learner after each collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// The gradient steps due (see [`TrainFrequency`]), each on a batch sampled from the
+    /// replay (DQN, SAC).
+    Sampled,
+    /// The whole replay, oldest rows first, once per iteration (AWR).
+    WholeReplay,
+}
+
+/// The loop and replay settings of an off-policy config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OffPolicySettings {
+    /// When to learn and how much.
+    pub frequency: TrainFrequency,
+    /// The replay buffer.
+    pub replay: ReplayOptions,
+    /// Discount (n-step returns are discounted with it when sampled).
+    pub gamma: f64,
+    /// Whether checkpoints carry the buffer (`store_buffer_in_checkpoints`).
+    pub store_buffer: bool,
+    /// How batches reach the learner.
+    pub feed: Feed,
+}
+
+/// Whether an actor explores (collection, stochastic `predict`) or acts greedily.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActMode {
+    /// Exploration as the algorithm defines it (ε-greedy, noise, a policy sample).
+    Explore,
+    /// The greedy action, or the mode of the policy.
+    Deterministic,
+}
+
+/// The acting side of an off-policy algorithm: an inference copy of the weights, no
+/// optimizer. Maps flat observations `[n × flat_dim]` to `(env actions, stored actions)`: the
+/// actions the envs take, and the policy's encoding the replay keeps (SAC's in [−1, 1]).
+pub trait OffPolicyActor {
+    /// Actions for `n` observations at `progress` (for schedules such as ε).
+    fn act(
+        &self,
+        flat_obs: &[f32],
+        n: usize,
+        rng: &mut Rng,
+        mode: ActMode,
+        progress: &Progress,
+    ) -> (Vec<f32>, Vec<f32>);
+}
+
+/// What an off-policy algorithm adds to the shared shell: its hyperparameters and their loop
+/// settings, how it builds its learner, and its acting side. Updates, weights and checkpoint
+/// state come through [`Learner`].
+pub trait OffPolicyLearner: Learner<Batch = TransitionBatch> + Sized {
+    /// The hyperparameters (`algo_kwargs`).
+    type Config: AlgoConfig + Serialize + Clone;
+    /// The acting side.
+    type Actor: OffPolicyActor;
+    /// The algorithm's name in configs and checkpoints.
+    const NAME: &'static str;
+
+    /// The loop and replay settings.
+    fn settings(cfg: &Self::Config) -> OffPolicySettings;
+    /// Width of the actions the replay stores for this action space, or why the algorithm
+    /// does not take it.
+    fn stored_action_dim(space: &Space) -> Result<usize, String>;
+    /// A learner with fresh networks for the run's spaces (observations, actions), on the
+    /// autodiff `device`.
+    fn build(
+        cfg: Self::Config,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError>;
+    /// The hyperparameters.
+    fn config(&self) -> &Self::Config;
+    /// An acting side with the current weights.
+    fn actor(&self) -> Self::Actor;
+    /// New priorities of the last batch's rows (prioritized replay); none by default.
+    fn priorities(&self) -> &[f32] {
+        &[]
+    }
+    /// Called after each collection with the vector-step counts before and after it and
+    /// the number of envs (DQN's target updates are counted in env steps).
+    fn after_collect(&mut self, _calls_before: u64, _calls_after: u64, _n_envs: usize) {}
+    /// Metrics of the acting side where training stands (DQN's ε).
+    fn acting_metrics(&self, _progress: &Progress, _m: &mut Metrics) {}
+}
+
+/// Uniform random actions before `learning_starts`: Discrete actions drawn uniformly (stored
+/// as taken); Box actions uniform in [−1, 1] (stored) and rescaled to the bounds for the env,
+/// as SB3 samples them.
+pub fn random_actions(space: &Space, n: usize, rng: &mut Rng) -> (Vec<f32>, Vec<f32>) {
+    match space {
+        Space::Box { low, high, .. } => {
+            let a = low.len();
+            let stored: Vec<f32> = (0..n * a)
+                .map(|_| rng.uniform_range(-1.0, 1.0) as f32)
+                .collect();
+            let env = stored
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| low[i % a] + (v + 1.0) * 0.5 * (high[i % a] - low[i % a]))
+                .collect();
+            (env, stored)
+        }
+        Space::Discrete { n: k, .. } => {
+            let v: Vec<f32> = (0..n).map(|_| rng.below(*k as u64) as f32).collect();
+            (v.clone(), v)
+        }
+        other => {
+            let (mut v, mut row) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                other.sample(rng, &mut row);
+                v.extend_from_slice(&row);
+            }
+            (v.clone(), v)
+        }
+    }
+}
+
+/// What `state.json` holds: the shell's [`CoreState`] under `core`, the learner's entries
+/// beside it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedState {
+    core: CoreState,
+    #[serde(flatten)]
+    learner: Map<String, Value>,
+}
+
+/// An off-policy agent: the shared shell around the learner `L`.
+pub struct OffPolicyAgent<L: OffPolicyLearner> {
+    core: OffPolicyCore,
+    settings: OffPolicySettings,
+    learner: L,
+    /// The acting side, kept while the weights do not change.
+    actor: Option<L::Actor>,
+}
+
+impl<L: OffPolicyLearner> OffPolicyAgent<L> {
+    /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters) on `device`
+    /// (gradients are taken on `device.autodiff()`).
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        let settings = L::settings(&cfg);
+        let core = OffPolicyCore::new(run, make_env, &settings.replay, |space| {
+            L::stored_action_dim(space)
+                .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))
+        })?;
+        let spaces = (&core.obs_space, &core.act_space);
+        let learner = L::build(cfg, run, spaces, device.clone().autodiff())?;
+        Ok(Self {
+            core,
+            settings,
+            learner,
+            actor: None,
+        })
+    }
+
+    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, L::NAME)?;
+        let mut agent = Self::new(&run, make_env, device)?;
+        let state: SavedState = read_json(&ck, "state.json")?;
+        agent.learner.load_state(&ck, &state.learner)?;
+        let store = agent.settings.store_buffer;
+        agent.core.restore(state.core, &ck, store)?;
+        Ok(agent)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &L::Config {
+        self.learner.config()
+    }
+
+    /// The learner (networks, optimizers).
+    pub fn learner(&self) -> &L {
+        &self.learner
+    }
+
+    /// The replay buffer.
+    pub fn replay(&self) -> &Replay {
+        &self.core.replay
+    }
+
+    /// Warnings raised while loading (e.g. a replay buffer flag that disagrees).
+    pub fn warnings(&self) -> &[String] {
+        &self.core.warnings
+    }
+
+    /// The run configuration.
+    pub fn run_config(&self) -> &RunConfig {
+        &self.core.run
+    }
+
+    /// Where training stands.
+    pub fn progress(&self) -> Progress {
+        self.core.progress()
+    }
+
+    /// The learner's gradient steps on batches sampled from the replay, as many as are due
+    /// after `collected` env steps; their metrics averaged.
+    fn sampled_updates(&mut self, collected: u64, progress: &Progress) -> Result<Metrics, RlError> {
+        let s = &self.settings;
+        let steps =
+            s.frequency
+                .gradient_steps(progress.num_timesteps, collected, &mut self.core.credit);
+        let beta = s
+            .replay
+            .beta_at(progress.num_timesteps, progress.total_timesteps);
+        let (batch_size, gamma) = (s.frequency.batch_size, s.gamma as f32);
+        let l = &mut self.learner;
+        let mut m = self
+            .core
+            .replay_steps(steps, batch_size, gamma, beta, |b| {
+                let m = l.update(b, progress)?;
+                Ok((m, l.priorities().to_vec()))
+            })?;
+        if steps > 0 {
+            self.actor = None;
+        }
+        m.insert("charts/gradient_steps".into(), steps as f64);
+        if self.settings.replay.prioritized {
+            m.insert("charts/beta".into(), beta);
+        }
+        Ok(m)
+    }
+}
+
+impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+
+    fn num_timesteps(&self) -> u64 {
+        self.core.num_timesteps
+    }
+
+    fn total_timesteps(&self) -> u64 {
+        self.core.total_timesteps
+    }
+
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.core.total_timesteps = total;
+    }
+
+    fn observation_space(&self) -> &Space {
+        &self.core.obs_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.core.act_space
+    }
+
+    fn env_stats(&self) -> Vec<Value> {
+        self.core.collector.env.save_stats()
+    }
+
+    /// `train_freq` vector steps of collection (uniform random actions before
+    /// `learning_starts`), then the learner's updates: the gradient steps due on sampled
+    /// batches, or one pass over the whole replay.
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let f = &self.settings.frequency;
+        let (train_freq, learning_starts) = (f.train_freq, f.learning_starts);
+        let actor = match self.actor.take() {
+            Some(a) => a,
+            None => self.learner.actor(),
+        };
+        let space = self.core.act_space.clone();
+        let before = self.core.progress();
+        let c = self
+            .core
+            .collect(train_freq, learning_starts, |obs, n, rng, random, t| {
+                let p = Progress {
+                    num_timesteps: t,
+                    ..before
+                };
+                Ok(if random {
+                    random_actions(&space, n, rng)
+                } else {
+                    actor.act(obs, n, rng, ActMode::Explore, &p)
+                })
+            })?;
+        self.actor = Some(actor);
+        let n_envs = self.core.collector.num_envs();
+        self.learner
+            .after_collect(c.calls_before, self.core.n_calls, n_envs);
+        let progress = self.core.progress();
+        let mut m = match self.settings.feed {
+            Feed::Sampled => self.sampled_updates(c.steps, &progress)?,
+            Feed::WholeReplay => {
+                let data = self.core.replay.chronological();
+                self.actor = None;
+                self.learner.update(&data, &progress)?
+            }
+        };
+        self.learner.acting_metrics(&progress, &mut m);
+        self.core.iterations += 1;
+        self.core.finish_metrics(&mut m, &c, t0);
+        check_finite(self.core.num_timesteps, &m)?;
+        Ok(m)
+    }
+
+    /// The actor's deterministic action when `deterministic`, its exploring one otherwise.
+    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+        let (flat, n) = self.core.flat_obs(obs)?;
+        let actor = match self.actor.take() {
+            Some(a) => a,
+            None => self.learner.actor(),
+        };
+        let mode = if deterministic {
+            ActMode::Deterministic
+        } else {
+            ActMode::Explore
+        };
+        let progress = self.core.progress();
+        let (env, _) = actor.act(&flat, n, &mut self.core.rng_predict, mode, &progress);
+        self.actor = Some(actor);
+        Ok(env)
+    }
+
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let LearnerState {
+            files: learner_files,
+            entries,
+        } = self.learner.save_state();
+        let (core, replay_file) = self.core.state(self.settings.store_buffer)?;
+        let state = SavedState {
+            core,
+            learner: entries,
+        };
+        let mut files = vec![("config.yaml", self.core.run_to_save(self.learner.config())?)];
+        files.extend(learner_files);
+        files.push((
+            "state.json",
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        files.extend(replay_file);
+        write_checkpoint(dir, L::NAME, &files)?;
+        Ok(())
+    }
+}
