@@ -39,13 +39,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut env = rl::make_eval_env(&run)?;
     while cql.num_timesteps() < run.total_timesteps {
         let m = cql.train()?;
-        if cql.grad_steps() % 500 == 0 {
+        if cql.learner().grad_steps() % 500 == 0 {
             let r = cql
                 .evaluate(env.as_mut(), 10, true, run.eval_seed())?
                 .mean_return;
             println!(
                 "step {:5}  Q {:7.1}  CQL penalty {:6.2}  alpha' {:.3}  eval {r:7.1}",
-                cql.grad_steps(),
+                cql.learner().grad_steps(),
                 m["losses/q_values"],
                 m["losses/cql_loss"],
                 m["losses/alpha_prime"]

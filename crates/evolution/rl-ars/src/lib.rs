@@ -11,14 +11,16 @@ pub mod config;
 pub use config::ArsConfig;
 
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError};
-use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::read_run;
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
+use rl_core::checkpoint::Checkpoint;
 use rl_core::logger::Metrics;
-use rl_evolution::EvolutionCore;
-use std::path::Path;
-use std::time::Instant;
+use rl_core::params::TensorMap;
+use rl_evolution::{
+    CoreSettings, Evaluated, EvolutionAgent, NoiseTable, Population, Strategy, read_theta,
+    set_theta, theta_file, theta_tensors, weighted_noise,
+};
+use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The directions to keep: indices of the `top` largest `max(pos, neg)` (ties by index).
 pub fn top_directions(pos: &[f64], neg: &[f64], top: usize) -> Vec<usize> {
@@ -43,57 +45,31 @@ pub fn ars_step(weighted: &[f64], kept_returns: &[f64], step_size: f64, top: usi
         .collect()
 }
 
-/// An ARS agent with its workers, ready to train.
-pub struct Ars {
+/// The learning side of ARS: the flat parameters and the shared noise table.
+pub struct ArsLearner {
     cfg: ArsConfig,
-    core: EvolutionCore,
+    params: Vec<f32>,
+    noise: Arc<NoiseTable>,
 }
 
-impl Ars {
-    /// A fresh agent for `run` (`algo_kwargs` are [`ArsConfig`]); ARS runs on the host, the
-    /// device is accepted for a uniform interface.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, _device: &Device) -> Result<Self, RlError> {
-        let cfg = ArsConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let core = EvolutionCore::new(run, make_env, &cfg.core())?;
-        Ok(Self { cfg, core })
-    }
+/// An ARS agent with its workers, ready to train.
+pub type Ars = EvolutionAgent<ArsLearner>;
 
-    /// Loads a checkpoint written by [`Algorithm::save`].
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "ars")?;
-        let mut a = Self::new(&run, make_env, device)?;
-        a.core.restore(&ck)?;
-        Ok(a)
-    }
+impl Learner for ArsLearner {
+    type Batch = Evaluated;
 
-    /// The hyperparameters.
-    pub fn config(&self) -> &ArsConfig {
-        &self.cfg
-    }
-
-    /// The current flat parameters.
-    pub fn params(&self) -> &[f32] {
-        &self.core.params
-    }
-}
-
-impl Algorithm for Ars {
-    rl_evolution::evolution_accessors!("ars");
-
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
+    /// Keeps the `n_top_directions` best pairs and steps along their return differences,
+    /// scaled by the kept returns' spread.
+    fn update(&mut self, batch: &Evaluated, _progress: &Progress) -> Result<Metrics, RlError> {
         let c = &self.cfg;
-        let offsets = self.core.sample_offsets(c.n_directions);
-        let r = self
-            .core
-            .evaluate_perturbations(&offsets, c.noise_std, true, c.n_eval_episodes)?;
+        let r = &batch.returns;
         let top = top_directions(&r.pos, &r.neg, c.n_top_directions);
         let kept: Vec<f64> = top.iter().flat_map(|&k| [r.pos[k], r.neg[k]]).collect();
-        let kept_offsets: Vec<usize> = top.iter().map(|&k| offsets[k]).collect();
+        let kept_offsets: Vec<usize> = top.iter().map(|&k| batch.offsets[k]).collect();
         let diffs: Vec<f64> = top.iter().map(|&k| r.pos[k] - r.neg[k]).collect();
-        let g = self.core.weighted_noise(&kept_offsets, &diffs);
+        let g = weighted_noise(&self.noise, &kept_offsets, &diffs, self.params.len());
         let step = ars_step(&g, &kept, c.step_size, top.len());
-        for (p, s) in self.core.params.iter_mut().zip(&step) {
+        for (p, s) in self.params.iter_mut().zip(&step) {
             *p += *s as f32;
         }
         let mut m = Metrics::new();
@@ -103,14 +79,62 @@ impl Algorithm for Ars {
             "charts/top_return_mean".into(),
             kept.iter().sum::<f64>() / kept.len().max(1) as f64,
         );
-        self.core.finish(&mut m, &r, t0);
-        rl_core::algorithm::check_finite(self.core.num_timesteps, &m)?;
         Ok(m)
     }
 
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        self.core
-            .save(dir, "ars", &self.cfg, Vec::new(), serde_json::Map::new())
+    fn weights(&self) -> TensorMap {
+        theta_tensors(&self.params)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        set_theta(&mut self.params, weights)
+    }
+
+    /// The parameters (ARS keeps no optimizer state).
+    fn save_state(&self) -> LearnerState {
+        let mut state = LearnerState::default();
+        state.file("model.safetensors", theta_file(&self.params));
+        state
+    }
+
+    fn load_state(
+        &mut self,
+        ck: &Checkpoint,
+        _entries: &Map<String, Value>,
+    ) -> Result<(), RlError> {
+        self.params = read_theta(ck, self.params.len())?;
+        Ok(())
+    }
+}
+
+impl Strategy for ArsLearner {
+    type Config = ArsConfig;
+    const NAME: &'static str = "ars";
+
+    fn core_settings(cfg: &ArsConfig) -> CoreSettings {
+        cfg.core()
+    }
+
+    /// `n_directions` antithetic pairs, `n_eval_episodes` episodes per candidate.
+    fn population(c: &ArsConfig) -> Population {
+        Population {
+            directions: c.n_directions,
+            sigma: c.noise_std,
+            antithetic: true,
+            episodes: c.n_eval_episodes,
+        }
+    }
+
+    fn build(cfg: ArsConfig, params: Vec<f32>, noise: Arc<NoiseTable>) -> Self {
+        Self { cfg, params, noise }
+    }
+
+    fn config(&self) -> &ArsConfig {
+        &self.cfg
+    }
+
+    fn params(&self) -> &[f32] {
+        &self.params
     }
 }
 

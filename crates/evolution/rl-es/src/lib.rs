@@ -10,15 +10,16 @@ pub mod config;
 pub use config::EsConfig;
 
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError};
-use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::read_run;
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
+use rl_core::checkpoint::Checkpoint;
 use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
-use rl_evolution::EvolutionCore;
-use std::path::Path;
-use std::time::Instant;
+use rl_evolution::{
+    CoreSettings, Evaluated, EvolutionAgent, NoiseTable, Population, Strategy, read_theta,
+    set_theta, theta_file, theta_tensors, weighted_noise,
+};
+use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// Adam on a flat vector (OpenAI-ES's: β₁ 0.9, β₂ 0.999, ε 1e-8, bias correction folded into
 /// the step size). Moments are kept in f32, as saved in checkpoints, so a resumed run takes
@@ -68,124 +69,118 @@ pub fn es_weights(pos: &[f64], neg: &[f64], shaping: rl_evolution::FitnessShapin
     (0..k).map(|i| (shaped[i] - shaped[k + i]) / n).collect()
 }
 
-/// An OpenAI-ES agent with its workers, ready to train.
-pub struct Es {
+/// The learning side of OpenAI-ES: the flat parameters, Adam, the shared noise table.
+pub struct EsLearner {
     cfg: EsConfig,
-    core: EvolutionCore,
+    params: Vec<f32>,
     adam: Adam,
+    noise: Arc<NoiseTable>,
 }
 
-impl Es {
-    /// A fresh agent for `run` (`algo_kwargs` are [`EsConfig`]); ES runs on the host, the
-    /// device is accepted for a uniform interface.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, _device: &Device) -> Result<Self, RlError> {
-        let cfg = EsConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let core = EvolutionCore::new(run, make_env, &cfg.core())?;
-        let adam = Adam::new(core.params.len());
-        Ok(Self { cfg, core, adam })
-    }
+/// An OpenAI-ES agent with its workers, ready to train.
+pub type Es = EvolutionAgent<EsLearner>;
 
-    /// Loads a checkpoint written by [`Algorithm::save`].
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "es")?;
-        let mut a = Self::new(&run, make_env, device)?;
-        let state = a.core.restore(&ck)?;
-        let n = a.core.params.len();
-        let file = ck.path_of("optimizer.safetensors");
-        let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
-        a.adam.m = map.take("adam.m", &[n], &file)?;
-        a.adam.v = map.take("adam.v", &[n], &file)?;
-        a.adam.t = state
-            .get("adam_t")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| {
-                RlError::Config(rl_core::config::ConfigError::new(
-                    format!("{}: adam_t", ck.path_of("state.json")),
-                    "expected a non-negative integer",
-                ))
-            })?;
-        Ok(a)
-    }
+impl Learner for EsLearner {
+    type Batch = Evaluated;
 
-    /// The hyperparameters.
-    pub fn config(&self) -> &EsConfig {
-        &self.cfg
-    }
-
-    /// The current flat parameters.
-    pub fn params(&self) -> &[f32] {
-        &self.core.params
-    }
-}
-
-impl Algorithm for Es {
-    rl_evolution::evolution_accessors!("es");
-
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
+    /// Rank-shaped returns weight their perturbations into the gradient estimate `g`; Adam
+    /// steps on `−g + l2_coef·θ` (ascending the fitness, with weight decay).
+    fn update(&mut self, batch: &Evaluated, _progress: &Progress) -> Result<Metrics, RlError> {
         let c = &self.cfg;
-        let k = if c.antithetic {
-            c.pop_size / 2
-        } else {
-            c.pop_size
-        };
-        let offsets = self.core.sample_offsets(k);
-        let r = self
-            .core
-            .evaluate_perturbations(&offsets, c.noise_std, c.antithetic, 1)?;
+        let r = &batch.returns;
         let w = es_weights(&r.pos, &r.neg, c.reward_shaping);
-        let g = self.core.weighted_noise(&offsets, &w);
-        // Ascend the fitness: Adam minimizes −g, plus weight decay.
+        let g = weighted_noise(&self.noise, &batch.offsets, &w, self.params.len());
         let grad: Vec<f64> = g
             .iter()
-            .zip(&self.core.params)
+            .zip(&self.params)
             .map(|(g, &p)| -g + c.l2_coef * p as f64)
             .collect();
-        let before = self.core.params.clone();
-        self.adam
-            .step(&mut self.core.params, &grad, c.learning_rate);
+        let before = self.params.clone();
+        self.adam.step(&mut self.params, &grad, c.learning_rate);
+        let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
         let mut m = Metrics::new();
-        m.insert(
-            "losses/grad_norm".into(),
-            g.iter().map(|x| x * x).sum::<f64>().sqrt(),
-        );
+        m.insert("losses/grad_norm".into(), norm(&mut g.iter().copied()));
         m.insert(
             "losses/update_norm".into(),
-            before
-                .iter()
-                .zip(&self.core.params)
-                .map(|(a, b)| ((a - b) as f64).powi(2))
-                .sum::<f64>()
-                .sqrt(),
+            norm(&mut before.iter().zip(&self.params).map(|(a, b)| (a - b) as f64)),
         );
         m.insert(
             "charts/param_norm".into(),
-            self.core
-                .params
-                .iter()
-                .map(|p| (*p as f64).powi(2))
-                .sum::<f64>()
-                .sqrt(),
+            norm(&mut self.params.iter().map(|&p| p as f64)),
         );
-        self.core.finish(&mut m, &r, t0);
-        rl_core::algorithm::check_finite(self.core.num_timesteps, &m)?;
         Ok(m)
     }
 
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
+    fn weights(&self) -> TensorMap {
+        theta_tensors(&self.params)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        set_theta(&mut self.params, weights)
+    }
+
+    /// The parameters and Adam's moments and step count.
+    fn save_state(&self) -> LearnerState {
         let n = self.adam.m.len();
         let mut opt = TensorMap::default();
         opt.insert("adam.m", vec![n], self.adam.m.clone());
         opt.insert("adam.v", vec![n], self.adam.v.clone());
-        let mut state = serde_json::Map::new();
-        state.insert("adam_t".into(), self.adam.t.into());
-        self.core.save(
-            dir,
-            "es",
-            &self.cfg,
-            vec![("optimizer.safetensors", opt.to_bytes())],
-            state,
-        )
+        let mut state = LearnerState::default();
+        state.file("model.safetensors", theta_file(&self.params));
+        state.file("optimizer.safetensors", opt.to_bytes());
+        state.insert("adam_t", self.adam.t);
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let n = self.params.len();
+        self.params = read_theta(ck, n)?;
+        let file = ck.path_of("optimizer.safetensors");
+        let mut map = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &file)?;
+        self.adam.m = map.take("adam.m", &[n], &file)?;
+        self.adam.v = map.take("adam.v", &[n], &file)?;
+        self.adam.t = state_entry(ck, entries, "adam_t")?;
+        Ok(())
+    }
+}
+
+impl Strategy for EsLearner {
+    type Config = EsConfig;
+    const NAME: &'static str = "es";
+
+    fn core_settings(cfg: &EsConfig) -> CoreSettings {
+        cfg.core()
+    }
+
+    /// `pop_size` candidates: `pop_size / 2` mirrored pairs with `antithetic`.
+    fn population(c: &EsConfig) -> Population {
+        Population {
+            directions: if c.antithetic {
+                c.pop_size / 2
+            } else {
+                c.pop_size
+            },
+            sigma: c.noise_std,
+            antithetic: c.antithetic,
+            episodes: 1,
+        }
+    }
+
+    fn build(cfg: EsConfig, params: Vec<f32>, noise: Arc<NoiseTable>) -> Self {
+        Self {
+            adam: Adam::new(params.len()),
+            cfg,
+            params,
+            noise,
+        }
+    }
+
+    fn config(&self) -> &EsConfig {
+        &self.cfg
+    }
+
+    fn params(&self) -> &[f32] {
+        &self.params
     }
 }
 

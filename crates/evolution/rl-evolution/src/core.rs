@@ -1,18 +1,22 @@
-//! The shell the evolution strategies share: the run, the worker pool, the noise table, the
-//! flat parameters and observation statistics, counters and the generator; antithetic
-//! evaluation, `predict`, and checkpoints.
+//! The shell the evolution strategies share ([`EvolutionAgent`]): the run, the worker pool,
+//! the noise table, observation statistics, counters and the generator; antithetic
+//! evaluation, `predict` and checkpoints, around a [`Strategy`] (the learner: the flat
+//! parameters and how a population's returns move them).
 
 use crate::noise::NoiseTable;
 use crate::policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};
 use crate::pool::{Episode, WorkerPool};
 use rl_core::agent::{EnvMaker, checked_flat_obs, run_yaml};
-use rl_core::checkpoint::{Checkpoint, read_json, write_checkpoint};
-use rl_core::config::RunConfig;
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress};
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::{Checkpoint, read_json, read_run, write_checkpoint};
+use rl_core::config::{AlgoConfig, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Policy and population settings the strategies share.
@@ -36,7 +40,8 @@ pub struct CoreSettings {
     pub noise_table_size: usize,
 }
 
-/// Counters, generator and statistics saved in `state.json`.
+/// Counters, generator and statistics the shell saves in `state.json` (the strategy's
+/// entries sit beside them).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EvolutionState {
     /// Env steps so far.
@@ -62,18 +67,16 @@ pub struct PairReturns {
     pub episodes: Vec<Episode>,
 }
 
-/// The shared shell.
+/// The shared shell's state: workers, noise, statistics, counters.
 pub struct EvolutionCore {
     /// The run configuration.
     pub run: RunConfig,
     /// Workers and the policy shape.
     pub pool: WorkerPool,
-    /// Shared perturbations.
-    pub noise: NoiseTable,
+    /// Shared perturbations (the strategy holds the same table).
+    pub noise: Arc<NoiseTable>,
     /// Observation statistics.
     pub stats: ObsStats,
-    /// The current parameters.
-    pub params: Vec<f32>,
     /// Draws perturbations and env seeds.
     pub rng: Rng,
     /// Env steps so far.
@@ -89,9 +92,13 @@ pub struct EvolutionCore {
 }
 
 impl EvolutionCore {
-    /// Builds `num_workers` envs, the policy (initialized from the run's `init` stream) and
-    /// the noise table (from the run seed).
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, s: &CoreSettings) -> Result<Self, RlError> {
+    /// Builds `num_workers` envs, the policy shape and the noise table (from the run seed);
+    /// returns it with the initial parameters (from the run's `init` stream).
+    pub fn new(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        s: &CoreSettings,
+    ) -> Result<(Self, Vec<f32>), RlError> {
         if run.normalize.shared {
             // Each worker steps its own env; there is no vector to share statistics over.
             return Err(RlError::Config(rl_core::config::ConfigError::new(
@@ -140,11 +147,10 @@ impl EvolutionCore {
             )));
         }
         let params = policy.init(&mut Rng::for_stream(run.seed, "init"));
-        Ok(Self {
+        let core = Self {
             stats: ObsStats::new(policy.obs_dim, s.normalize_obs),
-            noise: NoiseTable::new(s.noise_table_size, run.seed),
+            noise: Arc::new(NoiseTable::new(s.noise_table_size, run.seed)),
             pool: WorkerPool::new(envs, policy),
-            params,
             rng: Rng::for_stream(run.seed, "evolution"),
             num_timesteps: 0,
             iterations: 0,
@@ -152,23 +158,24 @@ impl EvolutionCore {
             obs_space,
             act_space,
             run: run.clone(),
-        })
+        };
+        Ok((core, params))
     }
 
-    /// Draws `n` noise offsets for the current parameter count.
-    pub fn sample_offsets(&mut self, n: usize) -> Vec<usize> {
-        let dim = self.params.len();
+    /// Draws `n` noise offsets for `dim` parameters.
+    pub fn sample_offsets(&mut self, n: usize, dim: usize) -> Vec<usize> {
         (0..n)
             .map(|_| self.noise.sample_offset(&mut self.rng, dim))
             .collect()
     }
 
-    /// Evaluates `θ ± σ ε_k` for each offset (only `+` unless `antithetic`) over `episodes`
+    /// Evaluates `theta ± σ ε_k` for each offset (only `+` unless `antithetic`) over `episodes`
     /// episodes each (sb3-contrib's `n_eval_episodes`; the returns are their mean), episode `j`
     /// of pair `k` on env seed `base + k·episodes + j` for both signs, so the two signs of a pair
     /// meet the same starts; merges the observation statistics afterwards and counts the steps.
     pub fn evaluate_perturbations(
         &mut self,
+        theta: &[f32],
         offsets: &[usize],
         sigma: f64,
         antithetic: bool,
@@ -177,7 +184,7 @@ impl EvolutionCore {
         let base = self.rng.next_seed() >> 16;
         let signs = if antithetic { 2 } else { 1 };
         let per = episodes.max(1);
-        let (theta, noise, dim) = (&self.params, &self.noise, self.params.len());
+        let (noise, dim) = (&self.noise, theta.len());
         // Task i: candidate i / per (pair k, sign), its episode i % per.
         let task = |i: usize| {
             let (c, j) = (i / per, i % per);
@@ -211,18 +218,6 @@ impl EvolutionCore {
         Ok(out)
     }
 
-    /// `Σ_k w_k ε_k` over the perturbations at `offsets`.
-    pub fn weighted_noise(&self, offsets: &[usize], weights: &[f64]) -> Vec<f64> {
-        let dim = self.params.len();
-        let mut g = vec![0.0f64; dim];
-        for (&o, &w) in offsets.iter().zip(weights) {
-            for (gi, &e) in g.iter_mut().zip(self.noise.slice(o, dim)) {
-                *gi += w * e as f64;
-            }
-        }
-        g
-    }
-
     /// Counts the iteration and adds the charts every strategy reports.
     pub fn finish(&mut self, m: &mut Metrics, r: &PairReturns, started: Instant) {
         self.iterations += 1;
@@ -246,69 +241,32 @@ impl EvolutionCore {
         m.insert("perf/episodes".into(), eps.len() as f64);
     }
 
-    /// Deterministic actions of the current parameters for raw observations (rows).
-    pub fn predict(&self, obs: &[f32]) -> Result<Vec<f32>, RlError> {
+    /// Deterministic actions of parameters `theta` for raw observations (rows).
+    pub fn predict(&self, theta: &[f32], obs: &[f32]) -> Result<Vec<f32>, RlError> {
         checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
         let d = self.obs_space.raw_dim().max(1);
         Ok(obs
             .chunks(d)
-            .flat_map(|o| self.pool.policy().act(&self.params, o, &self.stats))
+            .flat_map(|o| self.pool.policy().act(theta, o, &self.stats))
             .collect())
     }
 
-    /// Writes `config.yaml` (with `cfg`), `model.safetensors` (`theta`), `extra` files and
-    /// `state.json` (counters, generator, statistics and `extra_state`).
-    pub fn save(
-        &self,
-        dir: &Path,
-        name: &str,
-        cfg: &impl Serialize,
-        extra: Vec<(&'static str, Vec<u8>)>,
-        extra_state: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<(), RlError> {
-        let mut model = TensorMap::default();
-        model.insert("theta", vec![self.params.len()], self.params.clone());
-        let mut state = match serde_json::to_value(EvolutionState {
+    /// The counters, generator and statistics to save.
+    pub fn state(&self) -> EvolutionState {
+        EvolutionState {
             num_timesteps: self.num_timesteps,
             iterations: self.iterations,
             total_timesteps: self.total_timesteps,
             rng: self.rng.clone(),
             obs_stats: self.stats.clone(),
-        }) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => unreachable!("a struct serializes to an object"),
-        };
-        state.extend(extra_state);
-        let mut files = vec![
-            (
-                "config.yaml",
-                run_yaml(&self.run, self.total_timesteps, cfg)?,
-            ),
-            ("model.safetensors", model.to_bytes()),
-        ];
-        files.extend(extra);
-        files.push((
-            "state.json",
-            serde_json::to_vec_pretty(&state).expect("serializable"),
-        ));
-        write_checkpoint(dir, name, &files)?;
-        Ok(())
+        }
     }
 
-    /// Restores what [`save`](Self::save) wrote; returns `state.json` for the strategy's
-    /// own entries.
-    pub fn restore(
-        &mut self,
-        ck: &Checkpoint,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, RlError> {
-        let file = ck.path_of("model.safetensors");
-        let mut model = TensorMap::from_bytes(ck.file("model.safetensors")?, &file)?;
-        self.params = model.take("theta", &[self.params.len()], &file)?;
-        let raw: serde_json::Map<String, serde_json::Value> = read_json(ck, "state.json")?;
-        let s: EvolutionState = read_json(ck, "state.json")?;
+    /// Restores what [`state`](Self::state) gave (`file` names `state.json` in errors).
+    pub fn restore(&mut self, s: EvolutionState, file: &str) -> Result<(), RlError> {
         if s.obs_stats.rms.mean.len() != self.stats.rms.mean.len() {
             return Err(RlError::Config(rl_core::config::ConfigError::new(
-                format!("{}: obs_stats", ck.path_of("state.json")),
+                format!("{file}: obs_stats"),
                 format!(
                     "{} elements, the policy observes {}",
                     s.obs_stats.rms.mean.len(),
@@ -321,22 +279,227 @@ impl EvolutionCore {
         self.total_timesteps = s.total_timesteps;
         self.rng = s.rng;
         self.stats = s.obs_stats;
-        Ok(raw)
+        Ok(())
     }
 }
 
-/// The [`Algorithm`](rl_core::algorithm::Algorithm) accessors for a strategy with a `core`
-/// field.
-#[macro_export]
-macro_rules! evolution_accessors {
-    ($name:expr) => {
-        $crate::__rl_core::algorithm_counters!($name);
-        fn predict(
-            &mut self,
-            obs: &[f32],
-            _deterministic: bool,
-        ) -> Result<Vec<f32>, $crate::__rl_core::RlError> {
-            self.core.predict(obs)
+/// One iteration's evaluated population, what a [`Strategy`] learns from: the perturbations
+/// (noise-table offsets) and their returns.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// Noise offsets of the perturbations.
+    pub offsets: Vec<usize>,
+    /// Their returns.
+    pub returns: PairReturns,
+}
+
+/// What a strategy has the shell evaluate each iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Population {
+    /// Perturbations (pairs when antithetic).
+    pub directions: usize,
+    /// Noise scale σ.
+    pub sigma: f64,
+    /// Evaluate `θ − σε` too.
+    pub antithetic: bool,
+    /// Episodes per candidate (their mean is its return).
+    pub episodes: usize,
+}
+
+/// What an evolution strategy adds to the shared shell: its hyperparameters, the population
+/// it asks for, and its learner (the flat parameters and how a population's returns move
+/// them, through [`Learner`]).
+pub trait Strategy: Learner<Batch = Evaluated> + Sized {
+    /// The hyperparameters (`algo_kwargs`).
+    type Config: AlgoConfig + Serialize + Clone;
+    /// The algorithm's name in configs and checkpoints.
+    const NAME: &'static str;
+
+    /// Workers, policy shape, noise table.
+    fn core_settings(cfg: &Self::Config) -> CoreSettings;
+    /// The population each iteration evaluates.
+    fn population(cfg: &Self::Config) -> Population;
+    /// A learner starting from `params`, with the shell's noise table.
+    fn build(cfg: Self::Config, params: Vec<f32>, noise: Arc<NoiseTable>) -> Self;
+    /// The hyperparameters.
+    fn config(&self) -> &Self::Config;
+    /// The current flat parameters.
+    fn params(&self) -> &[f32];
+}
+
+/// `Σ_k w_k ε_k` over the perturbations at `offsets` of `noise`, for `dim` parameters.
+pub fn weighted_noise(
+    noise: &NoiseTable,
+    offsets: &[usize],
+    weights: &[f64],
+    dim: usize,
+) -> Vec<f64> {
+    let mut g = vec![0.0f64; dim];
+    for (&o, &w) in offsets.iter().zip(weights) {
+        for (gi, &e) in g.iter_mut().zip(noise.slice(o, dim)) {
+            *gi += w * e as f64;
         }
-    };
+    }
+    g
+}
+
+/// The flat parameters as tensor `theta`: a strategy's weights.
+pub fn theta_tensors(params: &[f32]) -> TensorMap {
+    let mut model = TensorMap::default();
+    model.insert("theta", vec![params.len()], params.to_vec());
+    model
+}
+
+/// Replaces `params` by tensor `theta` of `weights` (the same length).
+pub fn set_theta(params: &mut Vec<f32>, weights: &TensorMap) -> Result<(), RlError> {
+    *params = weights.clone().take("theta", &[params.len()], "weights")?;
+    Ok(())
+}
+
+/// `model.safetensors` with the flat parameters as tensor `theta`.
+pub fn theta_file(params: &[f32]) -> Vec<u8> {
+    theta_tensors(params).to_bytes()
+}
+
+/// Reads the parameters [`theta_file`] wrote (`n` of them) from checkpoint `ck`.
+pub fn read_theta(ck: &Checkpoint, n: usize) -> Result<Vec<f32>, RlError> {
+    let file = ck.path_of("model.safetensors");
+    let mut model = TensorMap::from_bytes(ck.file("model.safetensors")?, &file)?;
+    Ok(model.take("theta", &[n], &file)?)
+}
+
+/// What `state.json` holds: the shell's [`EvolutionState`] and the strategy's entries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedState {
+    #[serde(flatten)]
+    core: EvolutionState,
+    #[serde(flatten)]
+    learner: serde_json::Map<String, serde_json::Value>,
+}
+
+/// An evolution agent: the shared shell around the strategy `L`.
+pub struct EvolutionAgent<L: Strategy> {
+    core: EvolutionCore,
+    learner: L,
+}
+
+impl<L: Strategy> EvolutionAgent<L> {
+    /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters); strategies run
+    /// on the host, the device is accepted for a uniform interface.
+    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, _device: &Device) -> Result<Self, RlError> {
+        let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        let (core, params) = EvolutionCore::new(run, make_env, &L::core_settings(&cfg))?;
+        let learner = L::build(cfg, params, core.noise.clone());
+        Ok(Self { core, learner })
+    }
+
+    /// Loads a checkpoint written by [`Algorithm::save`].
+    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, L::NAME)?;
+        let mut a = Self::new(&run, make_env, device)?;
+        let s: SavedState = read_json(&ck, "state.json")?;
+        a.learner.load_state(&ck, &s.learner)?;
+        a.core.restore(s.core, &ck.path_of("state.json"))?;
+        Ok(a)
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &L::Config {
+        self.learner.config()
+    }
+
+    /// The strategy (its parameters and optimizer).
+    pub fn learner(&self) -> &L {
+        &self.learner
+    }
+
+    /// The current flat parameters.
+    pub fn params(&self) -> &[f32] {
+        self.learner.params()
+    }
+
+    /// Where training stands.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.core.num_timesteps,
+            total_timesteps: self.core.total_timesteps,
+            iteration: self.core.iterations,
+        }
+    }
+}
+
+impl<L: Strategy> Algorithm for EvolutionAgent<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+
+    fn num_timesteps(&self) -> u64 {
+        self.core.num_timesteps
+    }
+
+    fn total_timesteps(&self) -> u64 {
+        self.core.total_timesteps
+    }
+
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.core.total_timesteps = total;
+    }
+
+    fn observation_space(&self) -> &Space {
+        &self.core.obs_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.core.act_space
+    }
+
+    /// Draws the population's perturbations, evaluates them on the workers, and lets the
+    /// strategy step from their returns.
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let pop = L::population(self.learner.config());
+        let dim = self.learner.params().len();
+        let offsets = self.core.sample_offsets(pop.directions, dim);
+        let returns = self.core.evaluate_perturbations(
+            self.learner.params(),
+            &offsets,
+            pop.sigma,
+            pop.antithetic,
+            pop.episodes,
+        )?;
+        let batch = Evaluated { offsets, returns };
+        let mut m = self.learner.update(&batch, &self.progress())?;
+        self.core.finish(&mut m, &batch.returns, t0);
+        rl_core::algorithm::check_finite(self.core.num_timesteps, &m)?;
+        Ok(m)
+    }
+
+    /// The parameters' deterministic actions (strategies' policies have no noise).
+    fn predict(&mut self, obs: &[f32], _deterministic: bool) -> Result<Vec<f32>, RlError> {
+        self.core.predict(self.learner.params(), obs)
+    }
+
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let LearnerState {
+            files: learner_files,
+            entries,
+        } = self.learner.save_state();
+        let state = SavedState {
+            core: self.core.state(),
+            learner: entries,
+        };
+        let cfg = self.learner.config();
+        let run = &self.core.run;
+        let mut files = vec![(
+            "config.yaml",
+            run_yaml(run, self.core.total_timesteps, cfg)?,
+        )];
+        files.extend(learner_files);
+        files.push((
+            "state.json",
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        write_checkpoint(dir, L::NAME, &files)?;
+        Ok(())
+    }
 }

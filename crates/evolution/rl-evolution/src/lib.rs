@@ -13,11 +13,11 @@ pub mod policy;
 pub mod pool;
 pub mod shaping;
 
-pub use crate::core::{CoreSettings, EvolutionCore, PairReturns};
+pub use crate::core::{
+    CoreSettings, Evaluated, EvolutionAgent, EvolutionCore, PairReturns, Population, Strategy,
+    read_theta, set_theta, theta_file, theta_tensors, weighted_noise,
+};
 pub use noise::NoiseTable;
 pub use policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};
 pub use pool::{Episode, WorkerPool};
 pub use shaping::{FitnessShaping, centered_rank};
-
-#[doc(hidden)]
-pub use rl_core as __rl_core;

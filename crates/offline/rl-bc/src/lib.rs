@@ -1,21 +1,41 @@
 //! rl-bc: behaviour cloning — maximum likelihood of a dataset's actions. It is MARWIL with
-//! `beta = 0` (RLlib's BC is the same), so the learner is [`rl_marwil::Marwil`]; this crate
-//! gives it BC's own hyperparameter table, which has no discounting, advantage or value
-//! settings, and needs no rewards in the data.
+//! `beta = 0` (RLlib's BC is the same), so [`BcLearner`] is [`rl_marwil::MarwilLearner`] with
+//! BC's own hyperparameter table, which has no discounting, advantage or value settings, and
+//! needs no rewards in the data.
 #![warn(missing_docs)]
 
-use rl_core::algorithm::RlError;
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::Checkpoint;
 use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::logger::Metrics;
+use rl_core::params::TensorMap;
 use rl_core::schedule::Schedule;
+use rl_core::{Rng, Space};
 pub use rl_marwil::EnvMaker;
-use rl_marwil::{Marwil, MarwilConfig};
+use rl_marwil::{MarwilConfig, MarwilLearner};
+use rl_offline::{OfflineAgent, OfflineBatch, OfflineLearner, OfflineSettings};
 use rl_on_policy::PolicyKwargs;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::path::Path;
 
-/// A BC learner: MARWIL with β = 0.
-pub type Bc = Marwil;
+/// A BC agent on a dataset.
+pub type Bc = OfflineAgent<BcLearner>;
+
+/// The learning side of BC: MARWIL's with β = 0, keeping BC's hyperparameter table (what its
+/// checkpoints record).
+pub struct BcLearner {
+    cfg: BcConfig,
+    marwil: MarwilLearner,
+}
+
+impl BcLearner {
+    /// The MARWIL learner that does the work.
+    pub fn marwil(&self) -> &MarwilLearner {
+        &self.marwil
+    }
+}
 
 /// BC hyperparameters (`algo_kwargs`): MARWIL's defaults for what they share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,14 +96,67 @@ impl AlgoConfig for BcConfig {
     }
 }
 
-/// A fresh BC learner for `run` (its `algo_kwargs` are [`BcConfig`]) on `device`.
+impl Learner for BcLearner {
+    type Batch = OfflineBatch;
+
+    fn update(&mut self, batch: &OfflineBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        self.marwil.update(batch, progress)
+    }
+
+    fn weights(&self) -> TensorMap {
+        self.marwil.weights()
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        self.marwil.set_weights(weights)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        self.marwil.save_state()
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        self.marwil.load_state(ck, entries)
+    }
+}
+
+impl OfflineLearner for BcLearner {
+    type Config = BcConfig;
+    const NAME: &'static str = "bc";
+
+    fn settings(cfg: &BcConfig) -> OfflineSettings {
+        MarwilLearner::offline_settings(&cfg.to_marwil())
+    }
+
+    fn build(
+        cfg: BcConfig,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let marwil = MarwilLearner::new(cfg.to_marwil(), run.seed, spaces, device)?;
+        Ok(Self { cfg, marwil })
+    }
+
+    fn config(&self) -> &BcConfig {
+        &self.cfg
+    }
+
+    fn act(&self, flat: Vec<f32>, n: usize, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
+        self.marwil.predict(flat, n, rng, deterministic)
+    }
+
+    fn iteration_metrics(&self, progress: &Progress, m: &mut Metrics) {
+        self.marwil.marwil_metrics(progress, m);
+    }
+}
+
+/// A fresh BC agent for `run` (its `algo_kwargs` are [`BcConfig`]) on `device`.
 pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Bc, RlError> {
-    let cfg = BcConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-    let saved = serde_json::to_value(&cfg).expect("serializable");
-    Marwil::build(run, cfg.to_marwil(), saved, "bc", make_env, device)
+    Bc::new(run, make_env, device)
 }
 
 /// Loads a BC checkpoint; `device` overrides the saved one.
 pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Bc, RlError> {
-    Marwil::load_with(dir, "bc", |run| new(run, make_env, device))
+    Bc::load(dir, make_env, device)
 }

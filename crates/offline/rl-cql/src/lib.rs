@@ -12,22 +12,22 @@ pub mod loss;
 pub use config::CqlConfig;
 
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError, check_losses};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
-use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::checkpoint::{Checkpoint, read_module};
+use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, polyak};
+use rl_core::params::{
+    TensorMap, flat_grads, module_tensors, num_params, polyak, set_module_tensors,
+};
 use rl_core::{Rng, Space};
-use rl_offline::{CoreState, OfflineBatch, OfflineCore};
+use rl_offline::{OfflineAgent, OfflineBatch, OfflineLearner, OfflineSettings, flat_batch_obs};
 use rl_sac::loss::ScalarAdam;
 use rl_sac::{Actor, Critics};
-use serde::{Deserialize, Serialize};
-use std::path::Path;
-use std::time::Instant;
+use serde_json::{Map, Value};
 
 /// The action space's form.
 #[derive(Debug, Clone)]
@@ -38,24 +38,11 @@ enum Kind {
     Discrete { n: usize, start: i64 },
 }
 
-/// What `state.json` holds besides the family's [`CoreState`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedState {
-    core: CoreState,
-    actor_steps: u64,
-    critic_steps: u64,
-    grad_steps: u64,
-    log_alpha: f64,
-    opt_alpha: ScalarAdam,
-    log_alpha_prime: f64,
-    opt_alpha_prime: ScalarAdam,
-    rng_noise: Rng,
-}
-
-/// A CQL learner on a dataset.
-pub struct Cql {
-    core: OfflineCore,
+/// The learning side of CQL: critics and their targets, the actor (continuous actions), the
+/// optimizers, the entropy and Lagrangian coefficients, the noise generator.
+pub struct CqlLearner {
     cfg: CqlConfig,
+    obs_space: Space,
     device: Device,
     infer: Device,
     kind: Kind,
@@ -75,19 +62,19 @@ pub struct Cql {
     grad_steps: u64,
 }
 
-impl Cql {
-    /// A fresh learner for `run` (its `algo_kwargs` are CQL hyperparameters, its
-    /// `offline_data.input` the dataset) on `device`.
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = CqlConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let core = OfflineCore::new(run, make_env, None, None)?;
-        if !core.stream.dataset().spec().has_rewards {
-            return Err(RlError::Config(rl_core::config::ConfigError::new(
-                core.stream.dataset().file(),
-                "no rewards column; CQL learns Q-values from rewards",
-            )));
-        }
-        let kind = match &core.act_space {
+/// A CQL agent on a dataset.
+pub type Cql = OfflineAgent<CqlLearner>;
+
+impl CqlLearner {
+    /// A learner with fresh networks for the spaces (observations, actions) on the autodiff
+    /// `device`.
+    fn with_spaces(
+        cfg: CqlConfig,
+        run: &RunConfig,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        let kind = match act_space {
             Space::Discrete { n, start } => Kind::Discrete {
                 n: *n,
                 start: *start,
@@ -108,10 +95,9 @@ impl Cql {
                 )));
             }
         };
-        let device = device.clone().autodiff();
         let mut rng = Rng::for_stream(run.seed, "init");
         let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
-        let d_obs = core.obs_space.flat_dim();
+        let d_obs = obs_space.flat_dim();
         let (actor, critic) = match &kind {
             Kind::Continuous { low, .. } => {
                 let a = low.len();
@@ -150,48 +136,12 @@ impl Cql {
             grad_steps: 0,
             infer: device.clone().inner(),
             device,
-            core,
+            obs_space: obs_space.clone(),
             cfg,
             kind,
             actor,
             critic,
         })
-    }
-
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, "cql")?;
-        let mut c = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
-        let dev = c.device.clone();
-        let opt_file = ck.path_of("optimizer.safetensors");
-        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        if let Some(actor) = c.actor.take() {
-            let actor = read_module(&ck, "actor.safetensors", actor, &dev)?;
-            let np = num_params(&actor);
-            c.opt_actor
-                .load("actor", &mut opt, state.actor_steps, np, &opt_file, &dev)?;
-            c.actor = Some(actor);
-        }
-        c.critic = read_module(&ck, "critic.safetensors", c.critic.clone(), &dev)?;
-        c.critic_target = read_module(
-            &ck,
-            "critic_target.safetensors",
-            c.critic_target.clone(),
-            &dev,
-        )?
-        .valid();
-        let np = num_params(&c.critic);
-        c.opt_critic
-            .load("critic", &mut opt, state.critic_steps, np, &opt_file, &dev)?;
-        c.grad_steps = state.grad_steps;
-        c.log_alpha = state.log_alpha;
-        c.opt_alpha = state.opt_alpha;
-        c.log_alpha_prime = state.log_alpha_prime;
-        c.opt_alpha_prime = state.opt_alpha_prime;
-        c.rng_noise = state.rng_noise;
-        c.core.restore(state.core)?;
-        Ok(c)
     }
 
     /// The hyperparameters.
@@ -218,8 +168,8 @@ impl Cql {
         (0..n).map(|_| self.rng_noise.normal() as f32).collect()
     }
 
-    fn lrs(&self) -> (f64, f64, f64) {
-        let (t, tot) = (self.core.num_timesteps, self.core.total_timesteps);
+    fn lrs(&self, p: &Progress) -> (f64, f64, f64) {
+        let (t, tot) = (p.num_timesteps, p.total_timesteps);
         (
             self.cfg.lr(&self.cfg.actor_lr, t, tot),
             self.cfg.lr(&self.cfg.critic_lr, t, tot),
@@ -239,15 +189,19 @@ impl Cql {
     }
 
     /// One continuous CQL step; returns its metrics.
-    fn update_continuous(&mut self, b: &OfflineBatch) -> Result<Vec<(&'static str, f64)>, RlError> {
+    fn update_continuous(
+        &mut self,
+        b: &OfflineBatch,
+        progress: &Progress,
+    ) -> Result<Vec<(&'static str, f64)>, RlError> {
         let Kind::Continuous { low, high } = self.kind.clone() else {
             unreachable!("continuous kind")
         };
         let cfg = self.cfg.clone();
-        let (lr_a, lr_c, lr_al) = self.lrs();
+        let (lr_a, lr_c, lr_al) = self.lrs(progress);
         let n = b.data.len();
         let ad = low.len();
-        let (obs, next) = self.core.flat_batch_obs(b);
+        let (obs, next) = flat_batch_obs(&self.obs_space, b);
         let od = obs.len() / n.max(1);
         let (dev, inner) = (self.device.clone(), self.infer.clone());
         // Data actions into the actor's [−1, 1].
@@ -360,7 +314,7 @@ impl Cql {
         }
         let cql_sum: f64 = pen_raw.iter().sum();
         check_losses(
-            self.core.num_timesteps,
+            progress.num_timesteps,
             &[("losses/qf_loss", td_sum), ("losses/cql_loss", cql_sum)],
         )?;
         let g = flat_grads(&self.critic, total.expect("a critic").backward(), &dev);
@@ -383,7 +337,7 @@ impl Cql {
             rl_sac::loss::actor_loss(plogp, q, alpha)
         };
         let al = host(a_loss.clone().inner())[0] as f64;
-        check_losses(self.core.num_timesteps, &[("losses/actor_loss", al)])?;
+        check_losses(progress.num_timesteps, &[("losses/actor_loss", al)])?;
         let g = flat_grads(&actor, a_loss.backward(), &dev);
         self.actor = Some(self.opt_actor.step_flat(lr_a, actor, g).0);
         if self.learn_alpha {
@@ -405,13 +359,17 @@ impl Cql {
     }
 
     /// One discrete CQL step; returns its metrics.
-    fn update_discrete(&mut self, b: &OfflineBatch) -> Result<Vec<(&'static str, f64)>, RlError> {
+    fn update_discrete(
+        &mut self,
+        b: &OfflineBatch,
+        progress: &Progress,
+    ) -> Result<Vec<(&'static str, f64)>, RlError> {
         let Kind::Discrete { n: na, start } = self.kind.clone() else {
             unreachable!("discrete kind")
         };
-        let (_, lr_c, _) = self.lrs();
+        let (_, lr_c, _) = self.lrs(progress);
         let n = b.data.len();
-        let (obs, next) = self.core.flat_batch_obs(b);
+        let (obs, next) = flat_batch_obs(&self.obs_space, b);
         let od = obs.len() / n.max(1);
         let (dev, inner) = (self.device.clone(), self.infer.clone());
         let q_next = host(self.critic_target.forward(tensor2(next, n, od, &inner))[0].clone());
@@ -442,7 +400,7 @@ impl Cql {
             host(pen.clone().inner())[0] as f64,
         );
         check_losses(
-            self.core.num_timesteps,
+            progress.num_timesteps,
             &[("losses/qf_loss", tv), ("losses/cql_loss", pv)],
         )?;
         let g = flat_grads(&self.critic, (td + pen).backward(), &dev);
@@ -456,45 +414,132 @@ impl Cql {
     }
 }
 
-impl Algorithm for Cql {
-    rl_core::algorithm_counters!("cql");
+impl Learner for CqlLearner {
+    type Batch = OfflineBatch;
 
-    /// `updates_per_iteration` gradient steps, each on `batch_size` dataset rows.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let mut m = Metrics::new();
-        for _ in 0..self.cfg.updates_per_iteration {
-            let b = self.core.batch(self.cfg.batch_size)?;
-            let stats = match self.kind {
-                Kind::Continuous { .. } => self.update_continuous(&b)?,
-                Kind::Discrete { .. } => self.update_discrete(&b)?,
-            };
-            for (k, v) in stats {
-                m.insert(k.into(), v);
-            }
+    /// One CQL gradient step on `batch` (continuous or discrete form).
+    fn update(&mut self, batch: &OfflineBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let stats = match self.kind {
+            Kind::Continuous { .. } => self.update_continuous(batch, progress)?,
+            Kind::Discrete { .. } => self.update_discrete(batch, progress)?,
+        };
+        Ok(stats.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// The acting side's weights: the actor (continuous) or the Q-network (discrete).
+    fn weights(&self) -> TensorMap {
+        match &self.actor {
+            Some(a) => module_tensors(a),
+            None => module_tensors(&self.critic),
         }
-        m.insert("charts/learning_rate".into(), self.lrs().2);
-        m.insert("charts/gradient_steps".into(), self.grad_steps as f64);
-        self.core.finish_metrics(&mut m, t0);
-        Ok(m)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        match &mut self.actor {
+            Some(a) => set_module_tensors(a, weights, &self.device)?,
+            None => set_module_tensors(&mut self.critic, weights, &self.device)?,
+        }
+        Ok(())
+    }
+
+    /// Networks, optimizers, both coefficients and their optimizers, the noise generator.
+    fn save_state(&self) -> LearnerState {
+        let mut opt = TensorMap::default();
+        let mut state = LearnerState::default();
+        let actor_steps = match &self.actor {
+            Some(_) => self.opt_actor.save("actor", &mut opt),
+            None => 0,
+        };
+        state.insert("actor_steps", actor_steps);
+        state.insert("critic_steps", self.opt_critic.save("critic", &mut opt));
+        state.insert("grad_steps", self.grad_steps);
+        state.insert("log_alpha", self.log_alpha);
+        state.insert("opt_alpha", &self.opt_alpha);
+        state.insert("log_alpha_prime", self.log_alpha_prime);
+        state.insert("opt_alpha_prime", &self.opt_alpha_prime);
+        state.insert("rng_noise", &self.rng_noise);
+        state.file(
+            "critic.safetensors",
+            module_tensors(&self.critic).to_bytes(),
+        );
+        let target = module_tensors(&self.critic_target).to_bytes();
+        state.file("critic_target.safetensors", target);
+        state.file("optimizer.safetensors", opt.to_bytes());
+        if let Some(a) = &self.actor {
+            state.file("actor.safetensors", module_tensors(a).to_bytes());
+        }
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        if let Some(actor) = self.actor.take() {
+            let actor = read_module(ck, "actor.safetensors", actor, &dev)?;
+            let (steps, np) = (state_entry(ck, entries, "actor_steps")?, num_params(&actor));
+            self.opt_actor
+                .load("actor", &mut opt, steps, np, &opt_file, &dev)?;
+            self.actor = Some(actor);
+        }
+        self.critic = read_module(ck, "critic.safetensors", self.critic.clone(), &dev)?;
+        let target = self.critic_target.clone();
+        self.critic_target = read_module(ck, "critic_target.safetensors", target, &dev)?.valid();
+        let (steps, np) = (
+            state_entry(ck, entries, "critic_steps")?,
+            num_params(&self.critic),
+        );
+        self.opt_critic
+            .load("critic", &mut opt, steps, np, &opt_file, &dev)?;
+        self.grad_steps = state_entry(ck, entries, "grad_steps")?;
+        self.log_alpha = state_entry(ck, entries, "log_alpha")?;
+        self.opt_alpha = state_entry(ck, entries, "opt_alpha")?;
+        self.log_alpha_prime = state_entry(ck, entries, "log_alpha_prime")?;
+        self.opt_alpha_prime = state_entry(ck, entries, "opt_alpha_prime")?;
+        self.rng_noise = state_entry(ck, entries, "rng_noise")?;
+        Ok(())
+    }
+}
+
+impl OfflineLearner for CqlLearner {
+    type Config = CqlConfig;
+    const NAME: &'static str = "cql";
+
+    fn settings(cfg: &CqlConfig) -> OfflineSettings {
+        OfflineSettings {
+            batch_size: cfg.batch_size,
+            updates_per_iteration: cfg.updates_per_iteration,
+            returns_gamma: None,
+            needs_rewards: Some("CQL learns Q-values from rewards"),
+        }
+    }
+
+    fn build(
+        cfg: CqlConfig,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        Self::with_spaces(cfg, run, spaces, device)
+    }
+
+    fn config(&self) -> &CqlConfig {
+        &self.cfg
     }
 
     /// Continuous: the squashed mean when `deterministic`, a policy sample otherwise,
     /// rescaled to the bounds. Discrete: the greedy action.
-    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = self.core.flat_obs(obs)?;
-        let d = flat.len() / n;
+    fn act(&self, flat: Vec<f32>, n: usize, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
+        let d = flat.len() / n.max(1);
         let x = tensor2(flat, n, d, &self.infer);
-        Ok(match &self.kind {
+        match &self.kind {
             Kind::Continuous { low, high } => {
                 let a = low.len();
                 let actor = self.actor.as_ref().expect("continuous actor").valid();
                 let s = if deterministic {
                     host(actor.mean_action(x))
                 } else {
-                    let eps = (0..n * a)
-                        .map(|_| self.core.rng_predict.normal() as f32)
-                        .collect();
+                    let eps = (0..n * a).map(|_| rng.normal() as f32).collect();
                     host(actor.sample(x, tensor2(eps, n, a, &self.infer)).0)
                 };
                 s.iter()
@@ -519,47 +564,11 @@ impl Algorithm for Cql {
                     })
                     .collect()
             }
-        })
+        }
     }
 
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut opt = TensorMap::default();
-        let actor_steps = match &self.actor {
-            Some(_) => self.opt_actor.save("actor", &mut opt),
-            None => 0,
-        };
-        let critic_steps = self.opt_critic.save("critic", &mut opt);
-        let state = SavedState {
-            core: self.core.state(),
-            actor_steps,
-            critic_steps,
-            grad_steps: self.grad_steps,
-            log_alpha: self.log_alpha,
-            opt_alpha: self.opt_alpha.clone(),
-            log_alpha_prime: self.log_alpha_prime,
-            opt_alpha_prime: self.opt_alpha_prime.clone(),
-            rng_noise: self.rng_noise.clone(),
-        };
-        let mut files = vec![
-            ("config.yaml", self.core.run_to_save(&self.cfg)?),
-            (
-                "critic.safetensors",
-                module_tensors(&self.critic).to_bytes(),
-            ),
-            (
-                "critic_target.safetensors",
-                module_tensors(&self.critic_target).to_bytes(),
-            ),
-            ("optimizer.safetensors", opt.to_bytes()),
-            (
-                "state.json",
-                serde_json::to_vec_pretty(&state).expect("serializable"),
-            ),
-        ];
-        if let Some(a) = &self.actor {
-            files.push(("actor.safetensors", module_tensors(a).to_bytes()));
-        }
-        write_checkpoint(dir, "cql", &files)?;
-        Ok(())
+    fn iteration_metrics(&self, progress: &Progress, m: &mut Metrics) {
+        m.insert("charts/learning_rate".into(), self.lrs(progress).2);
+        m.insert("charts/gradient_steps".into(), self.grad_steps as f64);
     }
 }

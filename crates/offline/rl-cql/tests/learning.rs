@@ -51,7 +51,7 @@ fn within(name: &str, seed: u64, data: PathBuf, threshold: f64, label: &str) {
         "{label} seed {seed}: first eval >= {threshold} at {hit:?} rows (budget {}, {:.0} s, {} gradient steps); evaluations {evals:?}",
         run.total_timesteps,
         t0.elapsed().as_secs_f64(),
-        cql.grad_steps()
+        cql.learner().grad_steps()
     );
     assert!(hit.is_some(), "never reached {threshold}: {evals:?}");
 }

@@ -44,8 +44,8 @@ fn cql_resumes_bit_identically() {
             || rl_cql::Cql::new(&r, &training_env, &dev).unwrap(),
             |d| rl_cql::Cql::load(d, &training_env, &dev).unwrap(),
             |a| {
-                let mut m = module_tensors(a.critic());
-                if let Some(actor) = a.actor() {
+                let mut m = module_tensors(a.learner().critic());
+                if let Some(actor) = a.learner().actor() {
                     m.extend_prefixed("actor", module_tensors(actor));
                 }
                 m

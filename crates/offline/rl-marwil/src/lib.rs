@@ -10,124 +10,58 @@ pub mod loss;
 
 pub use config::MarwilConfig;
 
-use rl_core::Rng;
 pub use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, RlError, check_losses};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::checkpoint::{Checkpoint, read_module};
+use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
-use rl_offline::{CoreState, OfflineCore};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::{Rng, Space};
+use rl_offline::{OfflineAgent, OfflineBatch, OfflineLearner, OfflineSettings, flat_batch_obs};
 use rl_on_policy::ActorCritic;
-use serde::{Deserialize, Serialize};
-use std::path::Path;
-use std::time::Instant;
+use serde_json::{Map, Value};
 
-/// What `state.json` holds besides the family's [`CoreState`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedState {
-    core: CoreState,
-    opt_steps: u64,
-    sqd_adv_norm: f64,
-}
-
-/// A MARWIL (or, with β = 0, BC) learner on a dataset.
-pub struct Marwil {
-    core: OfflineCore,
+/// The learning side of MARWIL (with β = 0, of BC): the policy and value networks and their
+/// optimizer, the moving average of the squared advantage.
+pub struct MarwilLearner {
     cfg: MarwilConfig,
-    name: &'static str,
-    /// The hyperparameters a checkpoint's config.yaml records (BC saves its own table).
-    saved_kwargs: serde_json::Value,
     device: Device,
     infer: Device,
     model: ActorCritic,
     opt: FlatOptimizer,
     sqd_adv_norm: f64,
+    obs_space: Space,
+    act_space: Space,
 }
 
-impl Marwil {
-    /// A fresh learner for `run` (its `algo_kwargs` are MARWIL hyperparameters, its
-    /// `offline_data.input` the dataset) on `device`; `make_env` builds the env whose spaces
-    /// the data must fit (and which evaluations use).
-    pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        let cfg = MarwilConfig::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
-        let saved = serde_json::to_value(&cfg).expect("serializable");
-        Self::build(run, cfg, saved, "marwil", make_env, device)
-    }
+/// A MARWIL agent on a dataset.
+pub type Marwil = OfflineAgent<MarwilLearner>;
 
-    /// A learner with `cfg` already parsed, saving `saved_kwargs` as its hyperparameters and
-    /// `name` as its algorithm (what BC uses).
-    pub fn build(
-        run: &RunConfig,
+impl MarwilLearner {
+    /// A learner with fresh networks for the spaces (observations, actions) on the autodiff
+    /// `device`, initialized from the run seed's `init` stream.
+    pub fn new(
         cfg: MarwilConfig,
-        saved_kwargs: serde_json::Value,
-        name: &'static str,
-        make_env: EnvMaker<'_>,
-        device: &Device,
+        seed: u64,
+        (obs_space, act_space): (&Space, &Space),
+        device: Device,
     ) -> Result<Self, RlError> {
-        let weighted = cfg.beta > 0.0;
-        let core = OfflineCore::new(run, make_env, None, weighted.then_some(cfg.gamma as f32))?;
-        if weighted && !core.stream.dataset().spec().has_rewards {
-            return Err(RlError::Config(rl_core::config::ConfigError::new(
-                core.stream.dataset().file(),
-                "no rewards column; MARWIL with beta > 0 needs rewards (beta 0 is BC)",
-            )));
-        }
-        let device = device.clone().autodiff();
-        let mut rng = Rng::for_stream(run.seed, "init");
-        let model = ActorCritic::new(
-            &core.obs_space,
-            &core.act_space,
-            &cfg.policy_kwargs,
-            &mut rng,
-            &device,
-        )
-        .map_err(|e| RlError::Config(rl_core::config::ConfigError::new("policy", e)))?;
+        let mut rng = Rng::for_stream(seed, "init");
+        let model = ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, &mut rng, &device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
         Ok(Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
             sqd_adv_norm: cfg.moving_average_sqd_adv_norm_start,
             infer: device.clone().inner(),
             device,
-            core,
-            name,
-            saved_kwargs,
             cfg,
             model,
+            obs_space: obs_space.clone(),
+            act_space: act_space.clone(),
         })
-    }
-
-    /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
-    pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        Self::load_with(dir, "marwil", |run| Self::new(run, make_env, device))
-    }
-
-    /// Loads a checkpoint of algorithm `name`, building the fresh learner with `build`.
-    pub fn load_with(
-        dir: &Path,
-        name: &str,
-        build: impl FnOnce(&RunConfig) -> Result<Self, RlError>,
-    ) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, name)?;
-        let mut m = build(&run)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
-        let dev = m.device.clone();
-        m.model = read_module(&ck, "model.safetensors", m.model.clone(), &dev)?;
-        let opt_file = ck.path_of("optimizer.safetensors");
-        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
-        let np = num_params(&m.model);
-        m.opt
-            .load("model", &mut opt, state.opt_steps, np, &opt_file, &dev)?;
-        m.sqd_adv_norm = state.sqd_adv_norm;
-        m.core.restore(state.core)?;
-        Ok(m)
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &MarwilConfig {
-        &self.cfg
     }
 
     /// The policy and value networks.
@@ -140,12 +74,54 @@ impl Marwil {
         self.sqd_adv_norm
     }
 
-    /// One gradient step on the next batch; returns its losses.
-    fn update(&mut self, lr: f64) -> Result<[(&'static str, f64); 5], RlError> {
+    /// How the shell feeds a MARWIL learner with `cfg`.
+    pub fn offline_settings(cfg: &MarwilConfig) -> OfflineSettings {
+        let weighted = cfg.beta > 0.0;
+        OfflineSettings {
+            batch_size: cfg.batch_size,
+            updates_per_iteration: cfg.updates_per_iteration,
+            returns_gamma: weighted.then_some(cfg.gamma as f32),
+            needs_rewards: weighted.then_some("MARWIL with beta > 0 needs rewards (beta 0 is BC)"),
+        }
+    }
+
+    /// The learning rate and the advantage average where training stands.
+    pub fn marwil_metrics(&self, progress: &Progress, m: &mut Metrics) {
+        m.insert(
+            "charts/learning_rate".into(),
+            self.cfg.learning_rate.at(progress),
+        );
+        m.insert(
+            "losses/moving_average_sqd_adv_norm".into(),
+            self.sqd_adv_norm,
+        );
+    }
+
+    /// The distribution's mode when `deterministic`, a policy sample otherwise (Box actions
+    /// clipped to the bounds).
+    pub fn predict(
+        &self,
+        flat: Vec<f32>,
+        n: usize,
+        rng: &mut Rng,
+        deterministic: bool,
+    ) -> Vec<f32> {
+        let space = &self.act_space;
+        self.model
+            .predict_clipped(flat, n, &self.infer, rng, deterministic, space)
+    }
+}
+
+impl Learner for MarwilLearner {
+    type Batch = OfflineBatch;
+
+    /// One gradient step on `b`: the value function toward the returns (β > 0), the policy
+    /// by advantage-weighted log-likelihood.
+    fn update(&mut self, b: &OfflineBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg;
-        let b = self.core.batch(cfg.batch_size)?;
+        let lr = cfg.learning_rate.at(progress);
         let n = b.data.len();
-        let (obs, _) = self.core.flat_batch_obs(&b);
+        let (obs, _) = flat_batch_obs(&self.obs_space, b);
         let d = obs.len() / n.max(1);
         let dev = self.device.clone();
         let obs = tensor2(obs, n, d, &dev);
@@ -195,87 +171,76 @@ impl Marwil {
             ("losses/log_likelihood", mean_logp),
             ("losses/total_loss", pv + cfg.vf_coef * vv),
         ];
-        check_losses(self.core.num_timesteps, &losses)?;
+        check_losses(progress.num_timesteps, &losses)?;
         let g = flat_grads(&self.model, total.backward(), &dev);
         self.model = self.opt.step_flat(lr, self.model.clone(), g).0;
-        Ok(losses)
+        Ok(losses
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect())
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.model)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.model, weights, &self.device)?)
+    }
+
+    /// The networks, the optimizer, the advantage average.
+    fn save_state(&self) -> LearnerState {
+        let mut opt = TensorMap::default();
+        let mut state = LearnerState::default();
+        state.insert("opt_steps", self.opt.save("model", &mut opt));
+        state.insert("sqd_adv_norm", self.sqd_adv_norm);
+        state.file("model.safetensors", module_tensors(&self.model).to_bytes());
+        state.file("optimizer.safetensors", opt.to_bytes());
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let dev = self.device.clone();
+        self.model = read_module(ck, "model.safetensors", self.model.clone(), &dev)?;
+        let opt_file = ck.path_of("optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &opt_file)?;
+        let (steps, np) = (
+            state_entry(ck, entries, "opt_steps")?,
+            num_params(&self.model),
+        );
+        self.opt
+            .load("model", &mut opt, steps, np, &opt_file, &dev)?;
+        self.sqd_adv_norm = state_entry(ck, entries, "sqd_adv_norm")?;
+        Ok(())
     }
 }
 
-impl Algorithm for Marwil {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn observation_space(&self) -> &rl_core::Space {
-        &self.core.obs_space
-    }
-    fn action_space(&self) -> &rl_core::Space {
-        &self.core.act_space
+impl OfflineLearner for MarwilLearner {
+    type Config = MarwilConfig;
+    const NAME: &'static str = "marwil";
+
+    fn settings(cfg: &MarwilConfig) -> OfflineSettings {
+        Self::offline_settings(cfg)
     }
 
-    /// `updates_per_iteration` gradient steps, each on `batch_size` dataset rows.
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        let t0 = Instant::now();
-        let lr = self
-            .cfg
-            .learning_rate
-            .value(self.core.num_timesteps, self.core.total_timesteps);
-        let mut m = Metrics::new();
-        for _ in 0..self.cfg.updates_per_iteration {
-            for (k, v) in self.update(lr)? {
-                m.insert(k.into(), v);
-            }
-        }
-        m.insert("charts/learning_rate".into(), lr);
-        m.insert(
-            "losses/moving_average_sqd_adv_norm".into(),
-            self.sqd_adv_norm,
-        );
-        self.core.finish_metrics(&mut m, t0);
-        Ok(m)
+    fn build(
+        cfg: MarwilConfig,
+        run: &RunConfig,
+        spaces: (&Space, &Space),
+        device: Device,
+    ) -> Result<Self, RlError> {
+        Self::new(cfg, run.seed, spaces, device)
     }
 
-    /// The distribution's mode when `deterministic`, a policy sample otherwise (Box actions
-    /// clipped to the bounds).
-    fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = self.core.flat_obs(obs)?;
-        Ok(self.model.predict_clipped(
-            flat,
-            n,
-            &self.infer,
-            &mut self.core.rng_predict,
-            deterministic,
-            &self.core.act_space,
-        ))
+    fn config(&self) -> &MarwilConfig {
+        &self.cfg
     }
 
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut opt = TensorMap::default();
-        let opt_steps = self.opt.save("model", &mut opt);
-        let state = SavedState {
-            core: self.core.state(),
-            opt_steps,
-            sqd_adv_norm: self.sqd_adv_norm,
-        };
-        let files = vec![
-            ("config.yaml", self.core.run_to_save(&self.saved_kwargs)?),
-            ("model.safetensors", module_tensors(&self.model).to_bytes()),
-            ("optimizer.safetensors", opt.to_bytes()),
-            (
-                "state.json",
-                serde_json::to_vec_pretty(&state).expect("serializable"),
-            ),
-        ];
-        write_checkpoint(dir, self.name, &files)?;
-        Ok(())
+    fn act(&self, flat: Vec<f32>, n: usize, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
+        self.predict(flat, n, rng, deterministic)
+    }
+
+    fn iteration_metrics(&self, progress: &Progress, m: &mut Metrics) {
+        self.marwil_metrics(progress, m);
     }
 }

@@ -41,7 +41,7 @@ fn marwil_and_bc_resume_bit_identically() {
             (5, 4),
             || rl_marwil::Marwil::new(&r, &training_env, &dev).unwrap(),
             |d| rl_marwil::Marwil::load(d, &training_env, &dev).unwrap(),
-            |a| module_tensors(a.model()),
+            |a| module_tensors(a.learner().model()),
             &format!("marwil-{env}"),
         );
         assert_eq!(steps, 5 * 32);
@@ -50,7 +50,7 @@ fn marwil_and_bc_resume_bit_identically() {
             (5, 4),
             || rl_bc::new(&r, &training_env, &dev).unwrap(),
             |d| rl_bc::load(d, &training_env, &dev).unwrap(),
-            |a| module_tensors(a.model()),
+            |a| module_tensors(a.learner().marwil().model()),
             &format!("bc-{env}"),
         );
     }

@@ -6,12 +6,14 @@
 //! trains from data).
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod dataset;
 pub mod npz_io;
 pub mod parquet_io;
 pub mod record;
 pub mod stream;
 
+pub use agent::{OfflineAgent, OfflineLearner, OfflineSettings};
 pub use dataset::{DatasetError, DatasetSpec, Step, Transitions, discounted_returns};
 pub use npz_io::{read_npz, write_npz};
 pub use parquet_io::{ParquetDataset, ParquetWriter, write_parquet};
@@ -28,6 +30,16 @@ use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
 
 use std::time::Instant;
+
+/// Flat encodings of a batch's observations and next observations (`space`: the run's
+/// observation space).
+pub fn flat_batch_obs(space: &Space, b: &OfflineBatch) -> (Vec<f32>, Vec<f32>) {
+    let mut obs = Vec::new();
+    let mut next = Vec::new();
+    rl_core::batch::flatten_batch(space, &b.data.obs, &mut obs);
+    rl_core::batch::flatten_batch(space, &b.data.new_obs, &mut next);
+    (obs, next)
+}
 
 /// What an offline algorithm's checkpoint keeps of its [`OfflineCore`]. The shuffle window is
 /// not saved: the stream's draws are replayed on restore, so a resumed run continues exactly.
@@ -125,13 +137,13 @@ impl OfflineCore {
         rl_core::agent::checked_flat_obs(&self.obs_space, &self.run.env_id, obs)
     }
 
-    /// Flat encodings of the batch's observations and next observations.
-    pub fn flat_batch_obs(&self, b: &OfflineBatch) -> (Vec<f32>, Vec<f32>) {
-        let mut obs = Vec::new();
-        let mut next = Vec::new();
-        rl_core::batch::flatten_batch(&self.obs_space, &b.data.obs, &mut obs);
-        rl_core::batch::flatten_batch(&self.obs_space, &b.data.new_obs, &mut next);
-        (obs, next)
+    /// Where training stands (timesteps are dataset rows trained on).
+    pub fn progress(&self) -> rl_core::algorithm::Progress {
+        rl_core::algorithm::Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
     }
 
     /// Adds the iteration's common metrics (samples per second, passes over the data) and
