@@ -1,6 +1,5 @@
-//! What every agent shell (on- and off-policy) shares: building the vector env, checking
-//! `predict` input, the iteration charts, the run config it saves, and the
-//! [`Algorithm`](crate::Algorithm) accessors ([`core_accessors!`](crate::core_accessors)).
+//! What every agent shell shares: building the vector env, checking `predict` input, the
+//! iteration charts and the run config it saves.
 
 use crate::batch::{episode_metrics, flatten_batch};
 use crate::config::{ConfigError, RunConfig};
@@ -92,46 +91,4 @@ pub fn run_yaml(
     serde_saphyr::to_string(&run)
         .map(String::into_bytes)
         .map_err(|e| RlError::Other(e.to_string()))
-}
-
-#[doc(hidden)]
-pub use serde_json as __serde_json;
-
-/// The [`Algorithm`](crate::Algorithm) counters and spaces an agent answers from its shell
-/// (a field named `core` with `num_timesteps`, `total_timesteps`, `obs_space` and
-/// `act_space`): name, step counters, spaces.
-#[macro_export]
-macro_rules! algorithm_counters {
-    ($name:expr) => {
-        fn name(&self) -> &str {
-            $name
-        }
-        fn num_timesteps(&self) -> u64 {
-            self.core.num_timesteps
-        }
-        fn total_timesteps(&self) -> u64 {
-            self.core.total_timesteps
-        }
-        fn set_total_timesteps(&mut self, total: u64) {
-            self.core.total_timesteps = total;
-        }
-        fn observation_space(&self) -> &$crate::Space {
-            &self.core.obs_space
-        }
-        fn action_space(&self) -> &$crate::Space {
-            &self.core.act_space
-        }
-    };
-}
-
-/// [`algorithm_counters!`] plus the env statistics of a shell whose envs are in
-/// `core.collector.env`.
-#[macro_export]
-macro_rules! core_accessors {
-    ($name:expr) => {
-        $crate::algorithm_counters!($name);
-        fn env_stats(&self) -> Vec<$crate::agent::__serde_json::Value> {
-            self.core.collector.env.save_stats()
-        }
-    };
 }

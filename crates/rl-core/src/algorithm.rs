@@ -92,6 +92,44 @@ pub struct Progress {
     pub iteration: u64,
 }
 
+/// Where a run stands and what its envs look like: what every shell keeps, and what the
+/// [`Algorithm`] accessors answer from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStatus {
+    /// Env steps taken so far (offline: dataset rows trained on).
+    pub num_timesteps: u64,
+    /// `train` calls finished.
+    pub iterations: u64,
+    /// The budget the schedules are relative to.
+    pub total_timesteps: u64,
+    /// Observation space of the envs.
+    pub obs_space: Space,
+    /// Action space of the envs.
+    pub act_space: Space,
+}
+
+impl RunStatus {
+    /// A run that has not started, with a budget of `total_timesteps`.
+    pub fn new(total_timesteps: u64, obs_space: Space, act_space: Space) -> Self {
+        Self {
+            num_timesteps: 0,
+            iterations: 0,
+            total_timesteps,
+            obs_space,
+            act_space,
+        }
+    }
+
+    /// Where training stands, for a learner.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
+    }
+}
+
 /// What a learner saves besides `config.yaml`: its checkpoint files (networks, optimizer
 /// moments) and its entries of `state.json` (step counts, generators, scalars).
 #[derive(Debug, Clone, Default)]
@@ -259,12 +297,22 @@ impl StopConditions {
 pub trait Algorithm {
     /// Short name (`ppo`, `dqn`, …).
     fn name(&self) -> &str;
+    /// Counters and spaces.
+    fn status(&self) -> &RunStatus;
+    /// Counters and spaces, to change.
+    fn status_mut(&mut self) -> &mut RunStatus;
     /// Env steps taken so far.
-    fn num_timesteps(&self) -> u64;
+    fn num_timesteps(&self) -> u64 {
+        self.status().num_timesteps
+    }
     /// The budget the schedules are relative to.
-    fn total_timesteps(&self) -> u64;
+    fn total_timesteps(&self) -> u64 {
+        self.status().total_timesteps
+    }
     /// Changes the budget (e.g. when resuming with more steps).
-    fn set_total_timesteps(&mut self, total: u64);
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.status_mut().total_timesteps = total;
+    }
     /// One iteration (collect + update); returns its metrics.
     fn train(&mut self) -> Result<Metrics, RlError>;
     /// Actions (raw encoding) for one observation (raw encoding).
@@ -274,9 +322,13 @@ pub trait Algorithm {
     /// stateless policies ignore it.
     fn reset_predict_state(&mut self) {}
     /// Observation space the policy expects.
-    fn observation_space(&self) -> &Space;
+    fn observation_space(&self) -> &Space {
+        &self.status().obs_space
+    }
     /// Action space the policy produces.
-    fn action_space(&self) -> &Space;
+    fn action_space(&self) -> &Space {
+        &self.status().act_space
+    }
     /// Wrapper statistics (normalizers) an evaluation env must share with training.
     fn env_stats(&self) -> Vec<serde_json::Value> {
         Vec::new()

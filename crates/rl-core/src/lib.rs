@@ -38,7 +38,7 @@ pub mod wrappers;
 
 pub use algorithm::{
     Algorithm, Callback, Control, EvalResult, Event, Learner, LearnerState, Progress, RlError,
-    StopConditions,
+    RunStatus, StopConditions,
 };
 pub use env::{Env, EnvError, Info, Step};
 pub use rng::Rng;

@@ -7,7 +7,7 @@ use crate::noise::NoiseTable;
 use crate::policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};
 use crate::pool::{Episode, WorkerPool};
 use rl_core::agent::{EnvMaker, checked_flat_obs, run_yaml};
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, RunConfig};
@@ -79,16 +79,8 @@ pub struct EvolutionCore {
     pub stats: ObsStats,
     /// Draws perturbations and env seeds.
     pub rng: Rng,
-    /// Env steps so far.
-    pub num_timesteps: u64,
-    /// Iterations so far.
-    pub iterations: u64,
-    /// Budget.
-    pub total_timesteps: u64,
-    /// Observation space.
-    pub obs_space: Space,
-    /// Action space.
-    pub act_space: Space,
+    /// Counters and spaces.
+    pub status: RunStatus,
 }
 
 impl EvolutionCore {
@@ -152,11 +144,7 @@ impl EvolutionCore {
             noise: Arc::new(NoiseTable::new(s.noise_table_size, run.seed)),
             pool: WorkerPool::new(envs, policy),
             rng: Rng::for_stream(run.seed, "evolution"),
-            num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
-            obs_space,
-            act_space,
+            status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             run: run.clone(),
         };
         Ok((core, params))
@@ -211,7 +199,7 @@ impl EvolutionCore {
             }
         }
         for ep in &episodes {
-            self.num_timesteps += ep.len as u64;
+            self.status.num_timesteps += ep.len as u64;
             self.stats.merge(&ep.obs_sum, &ep.obs_sq, ep.len as f64);
         }
         out.episodes = episodes;
@@ -220,7 +208,7 @@ impl EvolutionCore {
 
     /// Counts the iteration and adds the charts every strategy reports.
     pub fn finish(&mut self, m: &mut Metrics, r: &PairReturns, started: Instant) {
-        self.iterations += 1;
+        self.status.iterations += 1;
         let eps = &r.episodes;
         let n = eps.len().max(1) as f64;
         let steps: usize = eps.iter().map(|e| e.len).sum();
@@ -243,8 +231,8 @@ impl EvolutionCore {
 
     /// Deterministic actions of parameters `theta` for raw observations (rows).
     pub fn predict(&self, theta: &[f32], obs: &[f32]) -> Result<Vec<f32>, RlError> {
-        checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
-        let d = self.obs_space.raw_dim().max(1);
+        checked_flat_obs(&self.status.obs_space, &self.run.env_id, obs)?;
+        let d = self.status.obs_space.raw_dim().max(1);
         Ok(obs
             .chunks(d)
             .flat_map(|o| self.pool.policy().act(theta, o, &self.stats))
@@ -254,9 +242,9 @@ impl EvolutionCore {
     /// The counters, generator and statistics to save.
     pub fn state(&self) -> EvolutionState {
         EvolutionState {
-            num_timesteps: self.num_timesteps,
-            iterations: self.iterations,
-            total_timesteps: self.total_timesteps,
+            num_timesteps: self.status.num_timesteps,
+            iterations: self.status.iterations,
+            total_timesteps: self.status.total_timesteps,
             rng: self.rng.clone(),
             obs_stats: self.stats.clone(),
         }
@@ -274,9 +262,9 @@ impl EvolutionCore {
                 ),
             )));
         }
-        self.num_timesteps = s.num_timesteps;
-        self.iterations = s.iterations;
-        self.total_timesteps = s.total_timesteps;
+        self.status.num_timesteps = s.num_timesteps;
+        self.status.iterations = s.iterations;
+        self.status.total_timesteps = s.total_timesteps;
         self.rng = s.rng;
         self.stats = s.obs_stats;
         Ok(())
@@ -420,11 +408,7 @@ impl<L: Strategy> EvolutionAgent<L> {
 
     /// Where training stands.
     pub fn progress(&self) -> Progress {
-        Progress {
-            num_timesteps: self.core.num_timesteps,
-            total_timesteps: self.core.total_timesteps,
-            iteration: self.core.iterations,
-        }
+        self.core.status.progress()
     }
 }
 
@@ -433,24 +417,12 @@ impl<L: Strategy> Algorithm for EvolutionAgent<L> {
         L::NAME
     }
 
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
+    fn status(&self) -> &RunStatus {
+        &self.core.status
     }
 
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.core.status
     }
 
     /// Draws the population's perturbations, evaluates them on the workers, and lets the
@@ -470,7 +442,7 @@ impl<L: Strategy> Algorithm for EvolutionAgent<L> {
         let batch = Evaluated { offsets, returns };
         let mut m = self.learner.update(&batch, &self.progress())?;
         self.core.finish(&mut m, &batch.returns, t0);
-        rl_core::algorithm::check_finite(self.core.num_timesteps, &m)?;
+        rl_core::algorithm::check_finite(self.core.status.num_timesteps, &m)?;
         Ok(m)
     }
 
@@ -492,7 +464,7 @@ impl<L: Strategy> Algorithm for EvolutionAgent<L> {
         let run = &self.core.run;
         let mut files = vec![(
             "config.yaml",
-            run_yaml(run, self.core.total_timesteps, cfg)?,
+            run_yaml(run, self.core.status.total_timesteps, cfg)?,
         )];
         files.extend(learner_files);
         files.push((

@@ -4,7 +4,7 @@
 
 use crate::{CoreState, OffPolicyCore, ReplayOptions, TrainFrequency};
 use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, check_finite};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus, check_finite};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
@@ -164,7 +164,7 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
             L::stored_action_dim(space)
                 .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))
         })?;
-        let spaces = (&core.obs_space, &core.act_space);
+        let spaces = (&core.status.obs_space, &core.status.act_space);
         let learner = L::build(cfg, run, spaces, device.clone().autodiff())?;
         Ok(Self {
             core,
@@ -212,7 +212,7 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
 
     /// Where training stands.
     pub fn progress(&self) -> Progress {
-        self.core.progress()
+        self.core.status.progress()
     }
 
     /// The learner's gradient steps on batches sampled from the replay, as many as are due
@@ -249,24 +249,12 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
         L::NAME
     }
 
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
+    fn status(&self) -> &RunStatus {
+        &self.core.status
     }
 
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.core.status
     }
 
     fn env_stats(&self) -> Vec<Value> {
@@ -284,8 +272,8 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
             Some(a) => a,
             None => self.learner.actor(),
         };
-        let space = self.core.act_space.clone();
-        let before = self.core.progress();
+        let space = self.core.status.act_space.clone();
+        let before = self.core.status.progress();
         let c = self
             .core
             .collect(train_freq, learning_starts, |obs, n, rng, random, t| {
@@ -303,7 +291,7 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
         let n_envs = self.core.collector.num_envs();
         self.learner
             .after_collect(c.calls_before, self.core.n_calls, n_envs);
-        let progress = self.core.progress();
+        let progress = self.core.status.progress();
         let mut m = match self.settings.feed {
             Feed::Sampled => self.sampled_updates(c.steps, &progress)?,
             Feed::WholeReplay => {
@@ -313,9 +301,9 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
             }
         };
         self.learner.acting_metrics(&progress, &mut m);
-        self.core.iterations += 1;
+        self.core.status.iterations += 1;
         self.core.finish_metrics(&mut m, &c, t0);
-        check_finite(self.core.num_timesteps, &m)?;
+        check_finite(self.core.status.num_timesteps, &m)?;
         Ok(m)
     }
 
@@ -331,7 +319,7 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
         } else {
             ActMode::Explore
         };
-        let progress = self.core.progress();
+        let progress = self.core.status.progress();
         let (env, _) = actor.act(&flat, n, &mut self.core.rng_predict, mode, &progress);
         self.actor = Some(actor);
         Ok(env)

@@ -11,6 +11,7 @@ pub use agent::{
     random_actions,
 };
 
+use rl_core::algorithm::RunStatus;
 use rl_core::batch::flatten_batch;
 use rl_core::burn::module::Module;
 use rl_core::checkpoint::Checkpoint;
@@ -467,20 +468,12 @@ pub struct OffPolicyCore {
     pub rng_replay: Rng,
     /// `predict` draws.
     pub rng_predict: Rng,
-    /// Env steps so far.
-    pub num_timesteps: u64,
-    /// `train` calls so far.
-    pub iterations: u64,
-    /// Budget the schedules refer to.
-    pub total_timesteps: u64,
+    /// Counters and spaces.
+    pub status: RunStatus,
     /// Vector-env steps so far.
     pub n_calls: u64,
     /// Fractional gradient steps owed.
     pub credit: f64,
-    /// Observation space.
-    pub obs_space: Space,
-    /// Action space.
-    pub act_space: Space,
     /// Warnings raised while loading.
     pub warnings: Vec<String>,
 }
@@ -506,13 +499,9 @@ impl OffPolicyCore {
             rng_act: Rng::for_stream(run.seed, "policy"),
             rng_replay: Rng::for_stream(run.seed, "replay"),
             rng_predict: Rng::for_stream(run.seed, "predict"),
-            num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
+            status: RunStatus::new(run.total_timesteps, obs_space.clone(), act_space),
             n_calls: 0,
             credit: 0.0,
-            obs_space,
-            act_space,
             warnings: Vec::new(),
         })
     }
@@ -532,31 +521,28 @@ impl OffPolicyCore {
             ..Default::default()
         };
         for _ in 0..train_freq {
-            let random = self.num_timesteps < learning_starts;
+            let random = self.status.num_timesteps < learning_starts;
             let obs = self.collector.obs().to_vec();
-            let (env_a, stored) = act(&obs, ne, &mut self.rng_act, random, self.num_timesteps)?;
+            let (env_a, stored) = act(
+                &obs,
+                ne,
+                &mut self.rng_act,
+                random,
+                self.status.num_timesteps,
+            )?;
             out.episodes
                 .extend(self.collector.step(&env_a, &stored, &mut self.replay)?);
             self.n_calls += 1;
-            self.num_timesteps += ne as u64;
+            self.status.num_timesteps += ne as u64;
             out.steps += ne as u64;
         }
         out.seconds = t0.elapsed().as_secs_f64();
         Ok(out)
     }
 
-    /// Where training stands, for the learner.
-    pub fn progress(&self) -> rl_core::algorithm::Progress {
-        rl_core::algorithm::Progress {
-            num_timesteps: self.num_timesteps,
-            total_timesteps: self.total_timesteps,
-            iteration: self.iterations,
-        }
-    }
-
     /// Checks raw observations for `predict` and flattens them: `(flat, rows)`.
     pub fn flat_obs(&self, obs: &[f32]) -> Result<(Vec<f32>, usize), RlError> {
-        rl_core::agent::checked_flat_obs(&self.obs_space, &self.run.env_id, obs)
+        rl_core::agent::checked_flat_obs(&self.status.obs_space, &self.run.env_id, obs)
     }
 
     /// Runs `steps` gradient steps: samples a batch (`batch_size`, discount `gamma`, PER
@@ -601,9 +587,9 @@ impl OffPolicyCore {
         let (file, meta) = save_replay(&self.replay, store);
         Ok((
             CoreState {
-                num_timesteps: self.num_timesteps,
-                iterations: self.iterations,
-                total_timesteps: self.total_timesteps,
+                num_timesteps: self.status.num_timesteps,
+                iterations: self.status.iterations,
+                total_timesteps: self.status.total_timesteps,
                 n_calls: self.n_calls,
                 credit: self.credit,
                 rng_act: self.rng_act.clone(),
@@ -624,9 +610,9 @@ impl OffPolicyCore {
             eprintln!("warning: {w}");
             self.warnings.push(w);
         }
-        self.num_timesteps = s.num_timesteps;
-        self.iterations = s.iterations;
-        self.total_timesteps = s.total_timesteps;
+        self.status.num_timesteps = s.num_timesteps;
+        self.status.iterations = s.iterations;
+        self.status.total_timesteps = s.total_timesteps;
         self.n_calls = s.n_calls;
         self.credit = s.credit;
         self.rng_act = s.rng_act;
@@ -637,6 +623,6 @@ impl OffPolicyCore {
 
     /// The run config to save: the budget now and the complete hyperparameters `cfg`.
     pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
-        rl_core::agent::run_yaml(&self.run, self.total_timesteps, cfg)
+        rl_core::agent::run_yaml(&self.run, self.status.total_timesteps, cfg)
     }
 }

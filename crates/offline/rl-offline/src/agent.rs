@@ -4,7 +4,7 @@
 
 use crate::{CoreState, OfflineBatch, OfflineCore};
 use rl_core::agent::EnvMaker;
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
@@ -87,7 +87,7 @@ impl<L: OfflineLearner> OfflineAgent<L> {
                 format!("no rewards column; {why}"),
             )));
         }
-        let spaces = (&core.obs_space, &core.act_space);
+        let spaces = (&core.status.obs_space, &core.status.act_space);
         let learner = L::build(cfg, run, spaces, device.clone().autodiff())?;
         Ok(Self {
             core,
@@ -118,7 +118,7 @@ impl<L: OfflineLearner> OfflineAgent<L> {
 
     /// Where training stands (timesteps are dataset rows trained on).
     pub fn progress(&self) -> Progress {
-        self.core.progress()
+        self.core.status.progress()
     }
 }
 
@@ -127,24 +127,12 @@ impl<L: OfflineLearner> Algorithm for OfflineAgent<L> {
         L::NAME
     }
 
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
+    fn status(&self) -> &RunStatus {
+        &self.core.status
     }
 
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.core.status
     }
 
     /// `updates_per_iteration` updates, each on the next `batch_size` dataset rows; metrics
@@ -158,7 +146,7 @@ impl<L: OfflineLearner> Algorithm for OfflineAgent<L> {
         let mut sums = Metrics::new();
         for _ in 0..n {
             let b = self.core.batch(bs)?;
-            for (k, v) in self.learner.update(&b, &self.core.progress())? {
+            for (k, v) in self.learner.update(&b, &self.core.status.progress())? {
                 *sums.entry(k).or_insert(0.0) += v;
             }
         }
@@ -167,7 +155,7 @@ impl<L: OfflineLearner> Algorithm for OfflineAgent<L> {
             .map(|(k, v)| (k, v / n.max(1) as f64))
             .collect();
         self.learner
-            .iteration_metrics(&self.core.progress(), &mut m);
+            .iteration_metrics(&self.core.status.progress(), &mut m);
         self.core.finish_metrics(&mut m, t0);
         Ok(m)
     }

@@ -23,7 +23,7 @@ pub use record::{
 pub use stream::{BatchStream, Dataset, OfflineBatch, resolve_inputs};
 
 use rl_core::agent::EnvMaker;
-use rl_core::algorithm::RlError;
+use rl_core::algorithm::{RlError, RunStatus};
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::{Rng, Space};
@@ -60,18 +60,10 @@ pub struct CoreState {
 pub struct OfflineCore {
     /// The run.
     pub run: RunConfig,
-    /// Observation space.
-    pub obs_space: Space,
-    /// Action space.
-    pub act_space: Space,
+    /// Counters (timesteps are dataset rows trained on) and spaces.
+    pub status: RunStatus,
     /// Batches of the dataset.
     pub stream: BatchStream,
-    /// Dataset rows trained on so far (the algorithm's timesteps).
-    pub num_timesteps: u64,
-    /// Budget of rows.
-    pub total_timesteps: u64,
-    /// Iterations so far.
-    pub iterations: u64,
     /// `predict`'s sampling.
     pub rng_predict: Rng,
     started: Instant,
@@ -113,12 +105,8 @@ impl OfflineCore {
         ds.fit(&run.env_id, &obs_space, &act_space)?;
         Ok(Self {
             run: run.clone(),
-            obs_space,
-            act_space,
+            status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             stream: BatchStream::new(ds, window, returns_gamma, Rng::for_stream(run.seed, "data")),
-            num_timesteps: 0,
-            total_timesteps: run.total_timesteps,
-            iterations: 0,
             rng_predict: Rng::for_stream(run.seed, "predict"),
             started: Instant::now(),
             steps_at_start: 0,
@@ -128,32 +116,23 @@ impl OfflineCore {
     /// The next batch of `n` rows; counts them as timesteps.
     pub fn batch(&mut self, n: usize) -> Result<OfflineBatch, RlError> {
         let b = self.stream.next_batch(n)?;
-        self.num_timesteps += b.data.len() as u64;
+        self.status.num_timesteps += b.data.len() as u64;
         Ok(b)
     }
 
     /// Checks and flattens observations given to `predict`.
     pub fn flat_obs(&self, obs: &[f32]) -> Result<(Vec<f32>, usize), RlError> {
-        rl_core::agent::checked_flat_obs(&self.obs_space, &self.run.env_id, obs)
-    }
-
-    /// Where training stands (timesteps are dataset rows trained on).
-    pub fn progress(&self) -> rl_core::algorithm::Progress {
-        rl_core::algorithm::Progress {
-            num_timesteps: self.num_timesteps,
-            total_timesteps: self.total_timesteps,
-            iteration: self.iterations,
-        }
+        rl_core::agent::checked_flat_obs(&self.status.obs_space, &self.run.env_id, obs)
     }
 
     /// Adds the iteration's common metrics (samples per second, passes over the data) and
     /// counts the iteration.
     pub fn finish_metrics(&mut self, m: &mut Metrics, t0: Instant) {
-        self.iterations += 1;
+        self.status.iterations += 1;
         let secs = self.started.elapsed().as_secs_f64().max(1e-9);
         m.insert(
             "charts/SPS".into(),
-            (self.num_timesteps - self.steps_at_start) as f64 / secs,
+            (self.status.num_timesteps - self.steps_at_start) as f64 / secs,
         );
         m.insert("time/update_seconds".into(), t0.elapsed().as_secs_f64());
         m.insert("offline/epochs".into(), self.stream.epochs() as f64);
@@ -166,8 +145,8 @@ impl OfflineCore {
     /// What a checkpoint keeps.
     pub fn state(&self) -> CoreState {
         CoreState {
-            num_timesteps: self.num_timesteps,
-            iterations: self.iterations,
+            num_timesteps: self.status.num_timesteps,
+            iterations: self.status.iterations,
             draws: self.stream.draws().to_vec(),
             rng_predict: self.rng_predict.clone(),
         }
@@ -177,9 +156,9 @@ impl OfflineCore {
     /// (a fresh core's stream must not have drawn yet).
     pub fn restore(&mut self, s: CoreState) -> Result<(), RlError> {
         self.stream.fast_forward(&s.draws)?;
-        self.num_timesteps = s.num_timesteps;
+        self.status.num_timesteps = s.num_timesteps;
         self.steps_at_start = s.num_timesteps;
-        self.iterations = s.iterations;
+        self.status.iterations = s.iterations;
         self.rng_predict = s.rng_predict;
         self.started = Instant::now();
         Ok(())
@@ -187,6 +166,6 @@ impl OfflineCore {
 
     /// `config.yaml` of a checkpoint (the run with the budget now and hyperparameters `cfg`).
     pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
-        rl_core::agent::run_yaml(&self.run, self.total_timesteps, cfg)
+        rl_core::agent::run_yaml(&self.run, self.status.total_timesteps, cfg)
     }
 }

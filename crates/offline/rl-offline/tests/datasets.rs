@@ -1,6 +1,6 @@
 //! Dataset round trips, Python-written files, and the errors of bad files.
 
-use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::algorithm::{Algorithm, RlError, RunStatus};
 use rl_core::logger::Metrics;
 use rl_core::{Env, Rng, Space};
 use rl_offline::parquet_io::DEFAULT_ROWS_PER_GROUP;
@@ -15,35 +15,27 @@ fn tmp(name: &str) -> PathBuf {
 
 /// A fixed policy: pushes the cart toward the pole's lean (CartPole) or a linear torque.
 struct Fixed {
-    obs: Space,
-    act: Space,
+    status: RunStatus,
 }
 
 impl Algorithm for Fixed {
     fn name(&self) -> &str {
         "fixed"
     }
-    fn num_timesteps(&self) -> u64 {
-        0
+    fn status(&self) -> &RunStatus {
+        &self.status
     }
-    fn total_timesteps(&self) -> u64 {
-        0
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.status
     }
-    fn set_total_timesteps(&mut self, _: u64) {}
     fn train(&mut self) -> Result<Metrics, RlError> {
         Ok(Metrics::new())
     }
     fn predict(&mut self, obs: &[f32], _: bool) -> Result<Vec<f32>, RlError> {
-        Ok(match &self.act {
+        Ok(match &self.status.act_space {
             Space::Discrete { .. } => vec![(obs[2] + obs[3] > 0.0) as u8 as f32],
             _ => vec![(-2.0 * obs[2]).clamp(-2.0, 2.0)],
         })
-    }
-    fn observation_space(&self) -> &Space {
-        &self.obs
-    }
-    fn action_space(&self) -> &Space {
-        &self.act
     }
     fn save(&self, _: &Path) -> Result<(), RlError> {
         Ok(())
@@ -63,8 +55,7 @@ fn recorded_seeded(
     let mut env = rl_envs::make(env_id, &Default::default()).unwrap();
     let (o, a) = (env.observation_space().clone(), env.action_space().clone());
     let mut algo = Fixed {
-        obs: o.clone(),
-        act: a.clone(),
+        status: RunStatus::new(0, o.clone(), a.clone()),
     };
     let opts = RecordOptions {
         episodes,

@@ -11,7 +11,7 @@ use rl_core::actor_learner::{
     ChannelTransport, Intake, Runner, RunnerPool, RunnerReports, Tagged, Transport, Versioned,
 };
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, run_yaml};
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus};
 use rl_core::batch::{flatten_batch, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
@@ -429,11 +429,7 @@ pub struct ActorLearnerAgent<L: ActorLearner> {
     runners: RunnerSet,
     intake: Intake,
     rng_predict: Rng,
-    num_timesteps: u64,
-    iterations: u64,
-    total_timesteps: u64,
-    obs_space: Space,
-    act_space: Space,
+    status: RunStatus,
     env_stats: Vec<serde_json::Value>,
     settings: LearnerSettings,
 }
@@ -479,11 +475,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             runners,
             intake: Intake::new(settings.max_policy_lag),
             rng_predict: Rng::for_stream(run.seed, "predict"),
-            num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
-            obs_space,
-            act_space,
+            status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             env_stats,
             settings,
         })
@@ -497,9 +489,9 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
         let s: SavedState = read_json(&ck, "state.json")?;
         a.learner.load_state(&ck, &s.learner)?;
         let c = s.core;
-        a.num_timesteps = c.num_timesteps;
-        a.iterations = c.iterations;
-        a.total_timesteps = c.total_timesteps;
+        a.status.num_timesteps = c.num_timesteps;
+        a.status.iterations = c.iterations;
+        a.status.total_timesteps = c.total_timesteps;
         a.version = c.version;
         a.updates_since_broadcast = c.updates_since_broadcast;
         a.intake.dropped = c.dropped_batches;
@@ -535,11 +527,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
 
     /// Where training stands.
     pub fn progress(&self) -> Progress {
-        Progress {
-            num_timesteps: self.num_timesteps,
-            total_timesteps: self.total_timesteps,
-            iteration: self.iterations,
-        }
+        self.status.progress()
     }
 
     /// The next batch for the learner (runner `i`'s in lockstep), counted in `took`; None when
@@ -552,7 +540,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
         took.steps += n;
         took.collect_seconds += b.seconds;
         took.episodes.extend(b.episodes.iter().copied());
-        self.num_timesteps += n;
+        self.status.num_timesteps += n;
         Ok(self.intake.admit(t, self.version).map(|t| t.batch))
     }
 
@@ -573,7 +561,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
     /// Counts the iteration and adds the lag, queue, restart and throughput metrics and
     /// CleanRL's charts; checks that every metric is finite.
     fn finish(&mut self, m: &mut Metrics, took: &Took, started: Instant) -> Result<(), RlError> {
-        self.iterations += 1;
+        self.status.iterations += 1;
         let (lag, queued) = self.intake.take_lags();
         m.insert("perf/policy_lag".into(), lag);
         m.insert("time/queue_seconds".into(), queued);
@@ -594,7 +582,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             0.0
         };
         iteration_charts(m, &took.episodes, took.steps, rollout_s, started);
-        rl_core::algorithm::check_finite(self.num_timesteps, m)
+        rl_core::algorithm::check_finite(self.status.num_timesteps, m)
     }
 }
 
@@ -603,24 +591,12 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
         L::NAME
     }
 
-    fn num_timesteps(&self) -> u64 {
-        self.num_timesteps
+    fn status(&self) -> &RunStatus {
+        &self.status
     }
 
-    fn total_timesteps(&self) -> u64 {
-        self.total_timesteps
-    }
-
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.total_timesteps = total;
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.obs_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.act_space
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.status
     }
 
     /// Normalization statistics an evaluation env needs.
@@ -663,13 +639,13 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
 
     /// Actions for raw observations (deterministic: the mode), clipped to Box bounds.
     fn predict(&mut self, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
+        let (flat, n) = checked_flat_obs(&self.status.obs_space, &self.run.env_id, obs)?;
         let mut a = self.learner.policy().valid().sample_actions(
-            tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
+            tensor2(flat, n, self.status.obs_space.flat_dim(), &self.infer),
             &mut self.rng_predict,
             deterministic,
         );
-        self.act_space.clip_to_bounds(&mut a);
+        self.status.act_space.clip_to_bounds(&mut a);
         Ok(a)
     }
 
@@ -680,9 +656,9 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
         } = self.learner.save_state();
         let state = SavedState {
             core: CoreState {
-                num_timesteps: self.num_timesteps,
-                iterations: self.iterations,
-                total_timesteps: self.total_timesteps,
+                num_timesteps: self.status.num_timesteps,
+                iterations: self.status.iterations,
+                total_timesteps: self.status.total_timesteps,
                 version: self.version,
                 updates_since_broadcast: self.updates_since_broadcast,
                 dropped_batches: self.intake.dropped,
@@ -694,7 +670,7 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
         let cfg = self.learner.config();
         let mut files = vec![(
             "config.yaml",
-            run_yaml(&self.run, self.total_timesteps, cfg)?,
+            run_yaml(&self.run, self.status.total_timesteps, cfg)?,
         )];
         files.extend(learner_files);
         files.push((

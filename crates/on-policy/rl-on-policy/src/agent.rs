@@ -5,7 +5,7 @@
 use crate::policy::ActorCritic;
 use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, RolloutPolicy, tensor2};
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, state_entry};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus, state_entry};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
@@ -61,16 +61,8 @@ pub struct OnPolicyCore {
     pub rng_policy: Rng,
     /// `predict` draws.
     pub rng_predict: Rng,
-    /// Env steps so far.
-    pub num_timesteps: u64,
-    /// `train` calls so far.
-    pub iterations: u64,
-    /// Budget the schedules refer to.
-    pub total_timesteps: u64,
-    /// Observation space.
-    pub obs_space: Space,
-    /// Action space.
-    pub act_space: Space,
+    /// Counters and spaces.
+    pub status: RunStatus,
     /// Inference device (the training device without autodiff).
     pub infer: Device,
     /// Recurrent policies: the state `predict` carries from call to call.
@@ -96,11 +88,7 @@ impl OnPolicyCore {
             run: run.clone(),
             rng_policy: Rng::for_stream(run.seed, "policy"),
             rng_predict: Rng::for_stream(run.seed, "predict"),
-            num_timesteps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
-            obs_space,
-            act_space,
+            status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             infer,
             predict_state: Vec::new(),
             predict_reset: true,
@@ -126,21 +114,12 @@ impl OnPolicyCore {
             sde_sample_freq,
         )?;
         let steps = self.collector.buffer.len() as u64;
-        self.num_timesteps += steps;
+        self.status.num_timesteps += steps;
         Ok(Rollout {
             info,
             steps,
             seconds: t0.elapsed().as_secs_f64(),
         })
-    }
-
-    /// Where training stands, for the learner.
-    pub fn progress(&self) -> Progress {
-        Progress {
-            num_timesteps: self.num_timesteps,
-            total_timesteps: self.total_timesteps,
-            iteration: self.iterations,
-        }
     }
 
     /// Counts the iteration and adds the charts (episodes, SPS, time split); checks that
@@ -151,9 +130,9 @@ impl OnPolicyCore {
         r: &Rollout,
         started: Instant,
     ) -> Result<(), RlError> {
-        self.iterations += 1;
+        self.status.iterations += 1;
         iteration_charts(m, &r.info.episodes, r.steps, r.seconds, started);
-        rl_core::algorithm::check_finite(self.num_timesteps, m)
+        rl_core::algorithm::check_finite(self.status.num_timesteps, m)
     }
 
     /// Actions of `policy` for raw observations (deterministic: the mode), clipped to the
@@ -166,7 +145,7 @@ impl OnPolicyCore {
         obs: &[f32],
         deterministic: bool,
     ) -> Result<Vec<f32>, RlError> {
-        let (flat, n) = checked_flat_obs(&self.obs_space, &self.run.env_id, obs)?;
+        let (flat, n) = checked_flat_obs(&self.status.obs_space, &self.run.env_id, obs)?;
         let sd = policy.state_dim();
         if self.predict_state.len() != n * sd {
             self.predict_state = vec![0.0; n * sd];
@@ -175,22 +154,22 @@ impl OnPolicyCore {
         let starts = vec![self.predict_reset as u8 as f32; n];
         self.predict_reset = false;
         let mut actions = policy.valid().sample_actions(
-            tensor2(flat, n, self.obs_space.flat_dim(), &self.infer),
+            tensor2(flat, n, self.status.obs_space.flat_dim(), &self.infer),
             &mut self.predict_state,
             &starts,
             &mut self.rng_predict,
             deterministic,
         );
-        self.act_space.clip_to_bounds(&mut actions);
+        self.status.act_space.clip_to_bounds(&mut actions);
         Ok(actions)
     }
 
     /// The state to save.
     pub fn state(&self) -> Result<CoreState, RlError> {
         Ok(CoreState {
-            num_timesteps: self.num_timesteps,
-            iterations: self.iterations,
-            total_timesteps: self.total_timesteps,
+            num_timesteps: self.status.num_timesteps,
+            iterations: self.status.iterations,
+            total_timesteps: self.status.total_timesteps,
             rng_policy: self.rng_policy.clone(),
             rng_predict: self.rng_predict.clone(),
             collector: self.collector.state()?,
@@ -201,9 +180,9 @@ impl OnPolicyCore {
     /// Restores a saved state.
     pub fn restore(&mut self, s: CoreState) -> Result<(), RlError> {
         self.collector.restore(&s.collector)?;
-        self.num_timesteps = s.num_timesteps;
-        self.iterations = s.iterations;
-        self.total_timesteps = s.total_timesteps;
+        self.status.num_timesteps = s.num_timesteps;
+        self.status.iterations = s.iterations;
+        self.status.total_timesteps = s.total_timesteps;
         self.rng_policy = s.rng_policy;
         self.rng_predict = s.rng_predict;
         Ok(())
@@ -211,7 +190,7 @@ impl OnPolicyCore {
 
     /// `config.yaml` for a checkpoint with the complete hyperparameters `cfg`.
     pub fn run_to_save(&self, cfg: &impl Serialize) -> Result<Vec<u8>, RlError> {
-        run_yaml(&self.run, self.total_timesteps, cfg)
+        run_yaml(&self.run, self.status.total_timesteps, cfg)
     }
 }
 
@@ -419,12 +398,12 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let device = device.clone().autodiff();
         let n_steps = L::rollout_settings(&cfg).n_steps;
         let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
-        L::check_action_space(&core.act_space)
+        L::check_action_space(&core.status.act_space)
             .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))?;
         let policy = L::make_policy(
             &cfg,
-            &core.obs_space,
-            &core.act_space,
+            &core.status.obs_space,
+            &core.status.act_space,
             &mut Rng::for_stream(run.seed, "init"),
             &device,
         )
@@ -436,7 +415,13 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         })?;
         core.collector.set_state_dim(policy.state_dim());
         Ok(Self {
-            learner: L::build(cfg, policy, device, run, (&core.obs_space, &core.act_space))?,
+            learner: L::build(
+                cfg,
+                policy,
+                device,
+                run,
+                (&core.status.obs_space, &core.status.act_space),
+            )?,
             core,
         })
     }
@@ -482,24 +467,12 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
         L::NAME
     }
 
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
+    fn status(&self) -> &RunStatus {
+        &self.core.status
     }
 
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.core.obs_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.core.act_space
+    fn status_mut(&mut self) -> &mut RunStatus {
+        &mut self.core.status
     }
 
     fn env_stats(&self) -> Vec<Value> {
@@ -515,7 +488,7 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
             .collect(self.learner.policy(), s.gamma, s.gae_lambda, sde_freq)?;
         let mut m = self
             .learner
-            .update(&self.core.collector.buffer, &self.core.progress())?;
+            .update(&self.core.collector.buffer, &self.core.status.progress())?;
         self.core.finish(&mut m, &r, t0)?;
         Ok(m)
     }
@@ -549,6 +522,3 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
         Ok(())
     }
 }
-
-#[doc(hidden)]
-pub use rl_core as __rl_core;
