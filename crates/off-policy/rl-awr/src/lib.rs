@@ -17,7 +17,9 @@ use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::params::{
+    TensorMap, flat_grads, load_module_tensors, module_tensors, num_params, set_module_tensors,
+};
 use rl_core::replay::{NStep, TransitionBatch};
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
@@ -291,14 +293,9 @@ impl OffPolicyLearner for AwrLearner {
         let mut rng = Rng::for_stream(run.seed, "init");
         // Two single-purpose networks: each optimizer sees zero gradients for the head it
         // does not use, which Adam leaves untouched.
-        let mut kw = cfg.policy_kwargs.clone();
-        kw.shared = true;
-        let build = |rng: &mut Rng| {
-            ActorCritic::new(obs_space, act_space, &kw, rng, &device)
-                .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
-        };
-        let policy = build(&mut rng)?;
-        let value = build(&mut rng)?;
+        let spaces = (obs_space, act_space);
+        let policy = awr_network(&cfg, spaces, &mut rng, &device)?;
+        let value = awr_network(&cfg, spaces, &mut rng, &device)?;
         Ok(Self {
             opt_policy: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
             opt_value: FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.max_grad_norm),
@@ -325,6 +322,33 @@ impl OffPolicyLearner for AwrLearner {
             device: self.infer.clone(),
         }
     }
+
+    fn actor_from_weights(
+        cfg: &AwrConfig,
+        spaces: (&Space, &Space),
+        weights: &TensorMap,
+        device: &Device,
+    ) -> Result<AwrActor, RlError> {
+        let policy = awr_network(cfg, spaces, &mut Rng::seed_from(0), device)?;
+        Ok(AwrActor {
+            policy: load_module_tensors(policy, weights, "weights", device)?,
+            act_space: spaces.1.clone(),
+            device: device.clone(),
+        })
+    }
+}
+
+/// One of AWR's two networks (an actor-critic with a shared trunk, one head used).
+fn awr_network(
+    cfg: &AwrConfig,
+    (obs_space, act_space): (&Space, &Space),
+    rng: &mut Rng,
+    device: &Device,
+) -> Result<ActorCritic, RlError> {
+    let mut kw = cfg.policy_kwargs.clone();
+    kw.shared = true;
+    ActorCritic::new(obs_space, act_space, &kw, rng, device)
+        .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
 }
 
 /// An AWR agent with its envs and replay of recent samples.

@@ -20,7 +20,9 @@ use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::params::{
+    TensorMap, flat_grads, load_module_tensors, module_tensors, num_params, set_module_tensors,
+};
 use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
@@ -396,6 +398,20 @@ impl OffPolicyActor for DqnActor {
     }
 }
 
+/// The Q-network's shape for `cfg` and the spaces (observations, actions).
+fn q_network(cfg: &DqnConfig, (obs_space, act_space): (&Space, &Space)) -> QNetworkConfig {
+    QNetworkConfig {
+        d_input: obs_space.flat_dim(),
+        n_actions: act_space.flat_dim(),
+        net_arch: cfg.policy_kwargs.net_arch.clone(),
+        hiddens: cfg.hiddens.clone(),
+        activation: cfg.policy_kwargs.activation_fn,
+        dueling: cfg.dueling,
+        atoms: cfg.num_atoms,
+        noisy_sigma0: cfg.noisy.then_some(cfg.sigma0),
+    }
+}
+
 /// The C51 atoms `v_min ..= v_max`.
 fn support_atoms(cfg: &DqnConfig) -> Vec<f32> {
     let a = cfg.num_atoms;
@@ -435,21 +451,10 @@ impl OffPolicyLearner for DqnLearner {
     fn build(
         cfg: DqnConfig,
         run: &RunConfig,
-        (obs_space, act_space): (&Space, &Space),
+        spaces: (&Space, &Space),
         device: Device,
     ) -> Result<Self, RlError> {
-        let n = act_space.flat_dim();
-        let net = QNetworkConfig {
-            d_input: obs_space.flat_dim(),
-            n_actions: n,
-            net_arch: cfg.policy_kwargs.net_arch.clone(),
-            hiddens: cfg.hiddens.clone(),
-            activation: cfg.policy_kwargs.activation_fn,
-            dueling: cfg.dueling,
-            atoms: cfg.num_atoms,
-            noisy_sigma0: cfg.noisy.then_some(cfg.sigma0),
-        }
-        .init(&mut Rng::for_stream(run.seed, "init"), &device);
+        let net = q_network(&cfg, spaces).init(&mut Rng::for_stream(run.seed, "init"), &device);
         Ok(Self::new(
             cfg,
             net,
@@ -468,6 +473,17 @@ impl OffPolicyLearner for DqnLearner {
             self.cfg.clone(),
             self.device.clone().inner(),
         )
+    }
+
+    fn actor_from_weights(
+        cfg: &DqnConfig,
+        spaces: (&Space, &Space),
+        weights: &TensorMap,
+        device: &Device,
+    ) -> Result<DqnActor, RlError> {
+        let net = q_network(cfg, spaces).init(&mut Rng::seed_from(0), device);
+        let net = load_module_tensors(net, weights, "weights", device)?;
+        Ok(DqnActor::new(net, cfg.clone(), device.clone()))
     }
 
     fn priorities(&self) -> &[f32] {

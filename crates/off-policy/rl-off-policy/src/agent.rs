@@ -9,6 +9,7 @@ use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
+use rl_core::params::TensorMap;
 use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
@@ -91,8 +92,18 @@ pub trait OffPolicyLearner: Learner<Batch = TransitionBatch> + Sized {
     ) -> Result<Self, RlError>;
     /// The hyperparameters.
     fn config(&self) -> &Self::Config;
-    /// An acting side with the current weights.
+    /// An acting side with the current weights (the in-process path: no copy through the
+    /// host).
     fn actor(&self) -> Self::Actor;
+    /// An acting side from `weights` alone (what [`Learner::weights`] gives) for the run's
+    /// spaces (observations, actions), on the inference `device`: what a runner elsewhere
+    /// builds.
+    fn actor_from_weights(
+        cfg: &Self::Config,
+        spaces: (&Space, &Space),
+        weights: &TensorMap,
+        device: &Device,
+    ) -> Result<Self::Actor, RlError>;
     /// New priorities of the last batch's rows (prioritized replay); none by default.
     fn priorities(&self) -> &[f32] {
         &[]

@@ -20,7 +20,9 @@ use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params, set_module_tensors};
+use rl_core::params::{
+    TensorMap, flat_grads, load_module_tensors, module_tensors, num_params, set_module_tensors,
+};
 use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
@@ -514,10 +516,7 @@ impl OffPolicyLearner for SacLearner {
         (obs_space, act_space): (&Space, &Space),
         device: Device,
     ) -> Result<Self, RlError> {
-        let (act_dim, n_actions) = match act_space {
-            Space::Box { low, .. } => (Some(low.len()), 0),
-            other => (None, other.flat_dim()),
-        };
+        let (act_dim, n_actions) = action_shape(act_space);
         let mut rng = Rng::for_stream(run.seed, "init");
         let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
         let d_obs = obs_space.flat_dim();
@@ -546,8 +545,35 @@ impl OffPolicyLearner for SacLearner {
         }
     }
 
+    fn actor_from_weights(
+        cfg: &SacConfig,
+        (obs_space, act_space): (&Space, &Space),
+        weights: &TensorMap,
+        device: &Device,
+    ) -> Result<SacActor, RlError> {
+        let (act_dim, n_actions) = action_shape(act_space);
+        let (arch, act_fn) = (&cfg.policy_kwargs.net_arch, cfg.policy_kwargs.activation_fn);
+        let d_obs = obs_space.flat_dim();
+        let rng = &mut Rng::seed_from(0);
+        let actor = Actor::new(d_obs, act_dim, n_actions, arch, act_fn, rng, device);
+        Ok(SacActor {
+            actor: load_module_tensors(actor, weights, "weights", device)?,
+            bounds: act_space.bounds().map(|(l, h)| (l.to_vec(), h.to_vec())),
+            clip_actions: cfg.clip_actions,
+            device: device.clone(),
+        })
+    }
+
     fn priorities(&self) -> &[f32] {
         &self.td_errors
+    }
+}
+
+/// `(continuous width, discrete actions)`: `(Some(d), 0)` for a Box, `(None, n)` otherwise.
+fn action_shape(space: &Space) -> (Option<usize>, usize) {
+    match space {
+        Space::Box { low, .. } => (Some(low.len()), 0),
+        other => (None, other.flat_dim()),
     }
 }
 

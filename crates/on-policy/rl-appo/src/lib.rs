@@ -264,6 +264,16 @@ impl ActorLearner for AppoLearner {
         }
     }
 
+    fn make_policy(
+        cfg: &AppoConfig,
+        (obs_space, act_space): (&Space, &Space),
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, RlError> {
+        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+    }
+
     fn build(
         cfg: AppoConfig,
         run: &RunConfig,
@@ -271,8 +281,7 @@ impl ActorLearner for AppoLearner {
         device: Device,
     ) -> Result<Self, RlError> {
         let mut rng = Rng::for_stream(run.seed, "init");
-        let policy = ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, &mut rng, &device)
-            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
+        let policy = Self::make_policy(&cfg, (obs_space, act_space), &mut rng, &device)?;
         Ok(Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(cfg.epsilon), cfg.grad_clip),
             target: policy.clone(),

@@ -190,6 +190,16 @@ impl ActorLearner for ImpalaLearner {
         }
     }
 
+    fn make_policy(
+        cfg: &ImpalaConfig,
+        (obs_space, act_space): (&Space, &Space),
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, RlError> {
+        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+    }
+
     fn build(
         cfg: ImpalaConfig,
         run: &RunConfig,
@@ -197,8 +207,7 @@ impl ActorLearner for ImpalaLearner {
         device: Device,
     ) -> Result<Self, RlError> {
         let mut rng = Rng::for_stream(run.seed, "init");
-        let policy = ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, &mut rng, &device)
-            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?;
+        let policy = Self::make_policy(&cfg, (obs_space, act_space), &mut rng, &device)?;
         Ok(Self::new(
             cfg,
             policy,

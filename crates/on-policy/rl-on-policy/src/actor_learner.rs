@@ -396,6 +396,14 @@ pub trait ActorLearner: Learner<Batch = RunnerBatch> + Sized {
 
     /// The runners, the queue, the lag limit and the broadcasts.
     fn settings(cfg: &Self::Config) -> LearnerSettings;
+    /// A fresh policy for the spaces (observations, actions) from `rng`: what the learner
+    /// starts from and what a runner loads published weights into.
+    fn make_policy(
+        cfg: &Self::Config,
+        spaces: (&Space, &Space),
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, RlError>;
     /// A learner with a fresh policy for the run's spaces (observations, actions) on the
     /// autodiff `device`.
     fn build(

@@ -204,23 +204,14 @@ impl Learner for PpgLearner {
         Ok(m)
     }
 
+    /// The policy's weights: what the acting side needs (the auxiliary head is learner state,
+    /// saved by [`save_state`](Learner::save_state)).
     fn weights(&self) -> TensorMap {
-        let mut w = self.ppo.weights();
-        w.extend_prefixed("aux_head.", module_tensors(&self.aux_head));
-        w
+        self.ppo.weights()
     }
 
     fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        let mut rest = weights.clone();
-        let head = rest.split_off_prefix("aux_head.");
-        self.ppo.set_weights(&rest)?;
-        self.aux_head = load_module_tensors(
-            self.aux_head.clone(),
-            &head,
-            "weights (aux_head.*)",
-            &self.device,
-        )?;
-        Ok(())
+        self.ppo.set_weights(weights)
     }
 
     fn save_state(&self) -> LearnerState {

@@ -1,0 +1,286 @@
+//! Every algorithm of `rl::ALGORITHMS` through the traits only: build the learner from a
+//! config, collect one batch with an acting side made from the learner's weights alone,
+//! update through `Learner`, check that an acting side given the new weights acts as the
+//! learner's policy does, and round-trip weights and learner state (a restored learner's next
+//! update equals the original's, bit for bit).
+
+mod common;
+
+use rl::core::Rng;
+use rl::core::algorithm::{Learner, LearnerState, Progress};
+use rl::core::batch::{flatten_batch, tensor2};
+use rl::core::burn::module::Module;
+use rl::core::burn::tensor::Device;
+use rl::core::checkpoint::{read_checkpoint, write_checkpoint};
+use rl::core::config::{AlgoConfig, RunConfig};
+use rl::core::params::{TensorMap, load_module_tensors};
+use rl::core::{Env, Space};
+use rl::evolution::{Evaluated, EvolutionCore, Strategy};
+use rl::off_policy::{ActMode, Collector, Feed, OffPolicyActor, OffPolicyLearner};
+use rl::offline::{OfflineCore, OfflineLearner};
+use rl::on_policy::actor_learner::{ActorLearner, EnvRunner};
+use rl::on_policy::rollout::{RolloutCollector, RolloutPolicy};
+use rl::on_policy::{ActorCritic, OnPolicyLearner};
+
+fn run_of(name: &str) -> RunConfig {
+    RunConfig::from_yaml(&common::tiny(name, 256), &[], name).unwrap()
+}
+
+fn spaces(run: &RunConfig) -> (Space, Space) {
+    let env = rl::make_training_env(run).unwrap();
+    (env.observation_space().clone(), env.action_space().clone())
+}
+
+fn progress(num_timesteps: u64) -> Progress {
+    Progress {
+        num_timesteps,
+        total_timesteps: 256,
+        iteration: 1,
+    }
+}
+
+/// Updates `learner` on `batch`: finite metrics, changed weights.
+fn update<L: Learner>(name: &str, learner: &mut L, batch: &L::Batch) {
+    let before = learner.weights();
+    let m = learner.update(batch, &progress(64)).unwrap();
+    assert!(!m.is_empty(), "{name}: an update reports metrics");
+    assert!(m.values().all(|v| v.is_finite()), "{name}: {m:?}");
+    assert_ne!(
+        learner.weights(),
+        before,
+        "{name}: the update changed the weights"
+    );
+}
+
+/// `set_weights(weights())` reproduces the weights; the saved state, through a checkpoint
+/// directory, restores a learner whose next update equals the original's.
+fn round_trips<L: Learner>(name: &str, learner: &mut L, mut a: L, mut b: L, batch: &L::Batch) {
+    a.set_weights(&learner.weights()).unwrap();
+    assert_eq!(a.weights(), learner.weights(), "{name}: weights round trip");
+    let LearnerState { mut files, entries } = learner.save_state();
+    files.push(("state.json", serde_json::to_vec(&entries).unwrap()));
+    let dir = std::env::temp_dir().join(format!("rl-boundary-{}-{name}", std::process::id()));
+    write_checkpoint(&dir, name, &files).unwrap();
+    b.load_state(&read_checkpoint(&dir).unwrap(), &entries)
+        .unwrap();
+    assert_eq!(
+        b.weights(),
+        learner.weights(),
+        "{name}: state restores the weights"
+    );
+    learner.update(batch, &progress(128)).unwrap();
+    b.update(batch, &progress(128)).unwrap();
+    assert_eq!(
+        b.weights(),
+        learner.weights(),
+        "{name}: a restored learner updates as the original"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Deterministic actions of an on-policy policy for `obs` (`[n × d]` flat).
+fn modes(policy: &impl RolloutPolicy, obs: &[f32], n: usize, dim: usize) -> Vec<f32> {
+    let x = tensor2(obs.to_vec(), n, dim, &Device::flex());
+    let mut state = vec![0.0; n * policy.state_dim()];
+    policy.sample_actions(x, &mut state, &vec![1.0; n], &mut Rng::seed_from(0), true)
+}
+
+fn on_policy<L: OnPolicyLearner>(name: &str) {
+    let run = run_of(name);
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let (o, a) = spaces(&run);
+    let dev = Device::flex().autodiff();
+    let infer = dev.clone().inner();
+    let learner = |seed: u64| {
+        let p = L::make_policy(&cfg, &o, &a, &mut Rng::for_stream(seed, "init"), &dev).unwrap();
+        L::build(cfg.clone(), p, dev.clone(), &run, (&o, &a)).unwrap()
+    };
+    // The acting side from weights alone: a policy of the config's shape, other initial
+    // weights, then the learner's.
+    let acting = |w: &TensorMap| {
+        let p = L::make_policy(&cfg, &o, &a, &mut Rng::seed_from(99), &dev).unwrap();
+        load_module_tensors(p, w, "weights", &dev).unwrap().valid()
+    };
+    let mut l = learner(1);
+    let s = L::rollout_settings(&cfg);
+    let venv = rl::core::agent::make_vec_env(&run, &rl::make_training_env).unwrap();
+    let mut collector = RolloutCollector::new(venv, s.n_steps, 5).unwrap();
+    let policy = acting(&l.weights());
+    collector.set_state_dim(policy.state_dim());
+    let (g, lambda) = (s.gamma as f32, s.gae_lambda as f32);
+    let freq = s.sde_sample_freq.unwrap_or(-1);
+    let mut rng = Rng::seed_from(3);
+    collector
+        .collect(&policy, &infer, &mut rng, g, lambda, freq)
+        .unwrap();
+    let batch = collector.buffer.clone();
+    update(name, &mut l, &batch);
+    let (n, d) = (batch.len(), batch.obs_dim);
+    assert_eq!(
+        modes(&acting(&l.weights()), &batch.obs, n, d),
+        modes(&l.policy().valid(), &batch.obs, n, d),
+        "{name}: the acting side with the new weights acts as the learner's policy"
+    );
+    round_trips(name, &mut l, learner(2), learner(3), &batch);
+}
+
+fn actor_learner<L: ActorLearner>(name: &str) {
+    let run = run_of(name);
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let (o, a) = spaces(&run);
+    let dev = Device::flex().autodiff();
+    let infer = dev.clone().inner();
+    let learner = || L::build(cfg.clone(), &run, (&o, &a), dev.clone()).unwrap();
+    let template =
+        |seed: u64| L::make_policy(&cfg, (&o, &a), &mut Rng::seed_from(seed), &infer).unwrap();
+    let mut l = learner();
+    // A runner holds a policy of the config's shape and acts with published weights.
+    let settings = L::settings(&cfg).runner;
+    let mut runner = EnvRunner::new(
+        &run,
+        &rl::make_training_env,
+        settings,
+        0,
+        template(99),
+        infer.clone(),
+    )
+    .unwrap();
+    use rl::core::actor_learner::{Runner, Versioned};
+    let published = Versioned {
+        version: 0,
+        weights: l.weights(),
+    };
+    let (_, batch) = runner.collect(&published).unwrap();
+    update(name, &mut l, &batch);
+    let acting: ActorCritic = load_module_tensors(template(7), &l.weights(), "w", &infer).unwrap();
+    let (n, d) = (batch.buffer.len(), batch.buffer.obs_dim);
+    assert_eq!(
+        modes(&acting, &batch.buffer.obs, n, d),
+        modes(&l.policy().valid(), &batch.buffer.obs, n, d),
+        "{name}: a runner's policy with the new weights acts as the learner's"
+    );
+    round_trips(name, &mut l, learner(), learner(), &batch);
+}
+
+fn off_policy<L: OffPolicyLearner>(name: &str) {
+    let run = run_of(name);
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let (o, a) = spaces(&run);
+    let dev = Device::flex().autodiff();
+    let infer = dev.clone().inner();
+    let learner = || L::build(cfg.clone(), &run, (&o, &a), dev.clone()).unwrap();
+    let mut l = learner();
+    let s = L::settings(&cfg);
+    let actor = L::actor_from_weights(&cfg, (&o, &a), &l.weights(), &infer).unwrap();
+    let venv = rl::core::agent::make_vec_env(&run, &rl::make_training_env).unwrap();
+    let mut collector = Collector::new(venv, 5).unwrap();
+    let act_dim = L::stored_action_dim(&a).unwrap();
+    let mut replay = s.replay.build(run.n_envs, o.flat_dim(), act_dim);
+    let mut rng = Rng::seed_from(3);
+    for _ in 0..32 {
+        let obs = collector.obs().to_vec();
+        let n = collector.num_envs();
+        let (env_a, stored) = actor.act(&obs, n, &mut rng, ActMode::Explore, &progress(0));
+        collector.step(&env_a, &stored, &mut replay).unwrap();
+    }
+    let batch = match s.feed {
+        Feed::Sampled => replay.sample(s.frequency.batch_size, s.gamma as f32, 1.0, &mut rng),
+        Feed::WholeReplay => replay.chronological(),
+    };
+    update(name, &mut l, &batch);
+    let n = batch.len();
+    let act = |actor: &L::Actor| {
+        let p = progress(64);
+        actor.act(
+            &batch.obs,
+            n,
+            &mut Rng::seed_from(0),
+            ActMode::Deterministic,
+            &p,
+        )
+    };
+    let rebuilt = L::actor_from_weights(&cfg, (&o, &a), &l.weights(), &infer).unwrap();
+    assert_eq!(
+        act(&rebuilt),
+        act(&l.actor()),
+        "{name}: an actor from the new weights acts as the learner's"
+    );
+    round_trips(name, &mut l, learner(), learner(), &batch);
+}
+
+fn offline<L: OfflineLearner>(name: &str) {
+    let run = run_of(name);
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let (o, a) = spaces(&run);
+    let dev = Device::flex().autodiff();
+    let learner = || L::build(cfg.clone(), &run, (&o, &a), dev.clone()).unwrap();
+    let mut l = learner();
+    let s = L::settings(&cfg);
+    let mut data = OfflineCore::new(&run, &rl::make_training_env, None, s.returns_gamma).unwrap();
+    let batch = data.batch(s.batch_size).unwrap();
+    update(name, &mut l, &batch);
+    // Offline policies act only in `predict`: a learner given the weights acts the same.
+    let mut acting = learner();
+    acting.set_weights(&l.weights()).unwrap();
+    let mut flat = Vec::new();
+    flatten_batch(&o, &batch.data.obs, &mut flat);
+    let n = batch.data.len();
+    assert_eq!(
+        acting.act(flat.clone(), n, &mut Rng::seed_from(0), true),
+        l.act(flat, n, &mut Rng::seed_from(0), true),
+        "{name}: a learner given the new weights acts as the original"
+    );
+    round_trips(name, &mut l, learner(), learner(), &batch);
+}
+
+fn evolution<L: Strategy>(name: &str) {
+    let run = run_of(name);
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let settings = L::core_settings(&cfg);
+    let (mut core, params) = EvolutionCore::new(&run, &rl::make_training_env, &settings).unwrap();
+    let noise = core.noise.clone();
+    let learner = || L::build(cfg.clone(), params.clone(), noise.clone());
+    let mut l = learner();
+    // The workers act with θ from the weights alone.
+    let theta = |w: &TensorMap| w.clone().take("theta", &[params.len()], "w").unwrap();
+    let pop = L::population(&cfg);
+    let offsets = core.sample_offsets(pop.directions, params.len());
+    let returns = core
+        .evaluate_perturbations(&theta(&l.weights()), &offsets, pop.sigma, pop.antithetic, 1)
+        .unwrap();
+    let batch = Evaluated { offsets, returns };
+    update(name, &mut l, &batch);
+    let obs = vec![0.1; core.status.obs_space.raw_dim() * 3];
+    assert_eq!(
+        core.predict(&theta(&l.weights()), &obs).unwrap(),
+        core.predict(l.params(), &obs).unwrap(),
+        "{name}: parameters from the new weights act as the learner's"
+    );
+    let (a, b) = (learner(), learner());
+    round_trips(name, &mut l, a, b, &batch);
+}
+
+#[test]
+fn every_algorithm_through_the_traits() {
+    for &name in rl::ALGORITHMS {
+        match name {
+            "ppo" => on_policy::<rl::ppo::PpoLearner>(name),
+            "a2c" => on_policy::<rl::a2c::A2cLearner>(name),
+            "trpo" => on_policy::<rl::trpo::TrpoLearner>(name),
+            "ppg" => on_policy::<rl::ppg::PpgLearner>(name),
+            "recurrent_ppo" => on_policy::<rl::recurrent_ppo::RecurrentPpoLearner>(name),
+            "gail" => on_policy::<rl::gail::GailLearner>(name),
+            "impala" => actor_learner::<rl::impala::ImpalaLearner>(name),
+            "appo" => actor_learner::<rl::appo::AppoLearner>(name),
+            "dqn" => off_policy::<rl::dqn::DqnLearner>(name),
+            "sac" => off_policy::<rl::sac::SacLearner>(name),
+            "awr" => off_policy::<rl::awr::AwrLearner>(name),
+            "bc" => offline::<rl::bc::BcLearner>(name),
+            "marwil" => offline::<rl::marwil::MarwilLearner>(name),
+            "cql" => offline::<rl::cql::CqlLearner>(name),
+            "es" => evolution::<rl::es::EsLearner>(name),
+            "ars" => evolution::<rl::ars::ArsLearner>(name),
+            other => panic!("{other} is in rl::ALGORITHMS but not checked here"),
+        }
+    }
+}
