@@ -5,6 +5,7 @@
 //! `cargo run --release --example dqn_from_parts [TOTAL_TIMESTEPS]` (default 50 000)
 
 use rl::core::Rng;
+use rl::core::algorithm::evaluate_episodes;
 use rl::core::batch::{host, tensor1, tensor2};
 use rl::core::burn::module::Module;
 use rl::core::burn::tensor::Device;
@@ -134,21 +135,11 @@ fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Err
     }
     // 5. Evaluation: 10 greedy episodes on a separately seeded env.
     let (mut eval_env, greedy) = (make()?, q.valid());
-    let mut o = vec![0.0; od];
-    let mut total = 0.0;
-    for episode in 0..10u64 {
-        eval_env.reset(Some(seed + 1_000_000 + episode), None, &mut o)?;
-        loop {
-            let qs = greedy.q_values(tensor2(o.clone(), 1, od, &infer), None, None);
-            let a = loss::argmax_rows(&host(qs), n_actions)[0] as f32;
-            let step = eval_env.step(&[a], &mut o)?;
-            total += step.reward;
-            if step.terminated || step.truncated {
-                break;
-            }
-        }
-    }
-    let score = total / 10.0;
+    let eval = evaluate_episodes(eval_env.as_mut(), 10, seed + 1_000_000, |o, _| {
+        let qs = greedy.q_values(tensor2(o.to_vec(), 1, od, &infer), None, None);
+        Ok(vec![loss::argmax_rows(&host(qs), n_actions)[0] as f32])
+    })?;
+    let score = eval.mean_return;
     println!("greedy evaluation: {score:.1}");
     Ok(score)
 }

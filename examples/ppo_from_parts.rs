@@ -6,6 +6,7 @@
 //! `cargo run --release --example ppo_from_parts [TOTAL_TIMESTEPS]` (default 100 000)
 
 use rl::core::Rng;
+use rl::core::algorithm::evaluate_episodes;
 use rl::core::batch::{tensor1, tensor2};
 use rl::core::buffers::RolloutBuffer;
 use rl::core::burn::module::Module;
@@ -92,23 +93,12 @@ fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Err
     }
     // 3. Evaluation: 10 deterministic episodes on a separately seeded env.
     let (mut env, actor) = (make()?, policy.valid());
-    let mut obs = vec![0.0; obs_space.raw_dim()];
-    let mut returns = Vec::new();
-    for episode in 0..10u64 {
-        env.reset(Some(seed + 1_000_000 + episode), None, &mut obs)?;
-        let mut ret = 0.0;
-        loop {
-            let x = tensor2(obs.clone(), 1, obs.len(), &infer);
-            let a = actor.sample_actions(x, &mut rng_act, true);
-            let step = env.step(&a, &mut obs)?;
-            ret += step.reward;
-            if step.terminated || step.truncated {
-                break;
-            }
-        }
-        returns.push(ret);
-    }
-    let score = mean(returns.into_iter()).unwrap_or(0.0);
+    let d = obs_space.raw_dim();
+    let eval = evaluate_episodes(env.as_mut(), 10, seed + 1_000_000, |obs, _| {
+        let x = tensor2(obs.to_vec(), 1, d, &infer);
+        Ok(actor.sample_actions(x, &mut rng_act, true))
+    })?;
+    let score = eval.mean_return;
     println!("deterministic evaluation: {score:.1}");
     Ok(score)
 }

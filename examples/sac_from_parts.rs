@@ -6,6 +6,7 @@
 //! `cargo run --release --example sac_from_parts [TOTAL_TIMESTEPS]` (default 20 000)
 
 use rl::core::Rng;
+use rl::core::algorithm::evaluate_episodes;
 use rl::core::batch::{host, tensor1, tensor2};
 use rl::core::burn::module::Module;
 use rl::core::burn::tensor::{Device, Tensor};
@@ -136,20 +137,11 @@ fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Err
     }
     // 4. Evaluation: 10 episodes of the squashed mean on a separately seeded env.
     let (mut eval_env, policy) = (make()?, actor.valid());
-    let mut o = vec![0.0; od];
-    let mut total = 0.0;
-    for episode in 0..10u64 {
-        eval_env.reset(Some(seed + 1_000_000 + episode), None, &mut o)?;
-        loop {
-            let a = host(policy.mean_action(tensor2(o.clone(), 1, od, &infer)));
-            let step = eval_env.step(&to_env(&a), &mut o)?;
-            total += step.reward;
-            if step.terminated || step.truncated {
-                break;
-            }
-        }
-    }
-    let score = total / 10.0;
+    let eval = evaluate_episodes(eval_env.as_mut(), 10, seed + 1_000_000, |o, _| {
+        let a = host(policy.mean_action(tensor2(o.to_vec(), 1, od, &infer)));
+        Ok(to_env(&a))
+    })?;
+    let score = eval.mean_return;
     println!("deterministic evaluation: {score:.1}");
     Ok(score)
 }

@@ -20,7 +20,7 @@ use rl::off_policy::{ActMode, Collector, Feed, OffPolicyActor, OffPolicyLearner}
 use rl::offline::{OfflineCore, OfflineLearner};
 use rl::on_policy::actor_learner::{ActorLearner, EnvRunner};
 use rl::on_policy::rollout::{RolloutCollector, RolloutPolicy};
-use rl::on_policy::{ActorCritic, OnPolicyLearner};
+use rl::on_policy::{ActorCritic, BuildContext, OnPolicyConfig, OnPolicyLearner};
 
 fn run_of(name: &str) -> RunConfig {
     RunConfig::from_yaml(&common::tiny(name, 256), &[], name).unwrap()
@@ -93,7 +93,12 @@ fn on_policy<L: OnPolicyLearner>(name: &str) {
     let infer = dev.clone().inner();
     let learner = |seed: u64| {
         let p = L::make_policy(&cfg, &o, &a, &mut Rng::for_stream(seed, "init"), &dev).unwrap();
-        L::build(cfg.clone(), p, dev.clone(), &run, (&o, &a)).unwrap()
+        let ctx = BuildContext {
+            device: dev.clone(),
+            run: &run,
+            spaces: (&o, &a),
+        };
+        L::build(cfg.clone(), p, &ctx).unwrap()
     };
     // The acting side from weights alone: a policy of the config's shape, other initial
     // weights, then the learner's.
@@ -102,7 +107,7 @@ fn on_policy<L: OnPolicyLearner>(name: &str) {
         load_module_tensors(p, w, "weights", &dev).unwrap().valid()
     };
     let mut l = learner(1);
-    let s = L::rollout_settings(&cfg);
+    let s = cfg.rollout_settings();
     let venv = rl::core::agent::make_vec_env(&run, &rl::make_training_env).unwrap();
     let mut collector = RolloutCollector::new(venv, s.n_steps, 5).unwrap();
     let policy = acting(&l.weights());

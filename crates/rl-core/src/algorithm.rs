@@ -362,23 +362,38 @@ pub trait Algorithm {
     ) -> Result<EvalResult, RlError> {
         env.load_stats(&self.env_stats())?;
         env.set_training(false);
-        let mut obs = vec![0.0; env.observation_space().raw_dim()];
-        let mut eps = Vec::with_capacity(n_episodes);
-        for i in 0..n_episodes {
-            env.reset(Some(seed.wrapping_add(i as u64)), None, &mut obs)?;
-            self.reset_predict_state();
-            let (mut ret, mut len) = (0.0, 0usize);
-            loop {
-                let a = self.predict(&obs, deterministic)?;
-                let s = env.step(&a, &mut obs)?;
-                ret += s.reward;
-                len += 1;
-                if s.terminated || s.truncated {
-                    break;
-                }
+        evaluate_episodes(env, n_episodes, seed, |obs, start| {
+            if start {
+                self.reset_predict_state();
             }
-            eps.push((ret, len));
-        }
-        Ok(EvalResult::from_episodes(&eps))
+            self.predict(obs, deterministic)
+        })
     }
+}
+
+/// `n_episodes` episodes of `env` acting with `act(observation, episode_start)`, episode `i`
+/// reset with `seed + i`: their returns and lengths.
+pub fn evaluate_episodes(
+    env: &mut dyn Env,
+    n_episodes: usize,
+    seed: u64,
+    mut act: impl FnMut(&[f32], bool) -> Result<Vec<f32>, RlError>,
+) -> Result<EvalResult, RlError> {
+    let mut obs = vec![0.0; env.observation_space().raw_dim()];
+    let mut eps = Vec::with_capacity(n_episodes);
+    for i in 0..n_episodes {
+        env.reset(Some(seed.wrapping_add(i as u64)), None, &mut obs)?;
+        let (mut ret, mut len) = (0.0, 0usize);
+        loop {
+            let a = act(&obs, len == 0)?;
+            let s = env.step(&a, &mut obs)?;
+            ret += s.reward;
+            len += 1;
+            if s.terminated || s.truncated {
+                break;
+            }
+        }
+        eps.push((ret, len));
+    }
+    Ok(EvalResult::from_episodes(&eps))
 }

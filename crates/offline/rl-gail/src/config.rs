@@ -138,6 +138,18 @@ impl Serialize for GailConfig {
     }
 }
 
+impl rl_on_policy::OnPolicyConfig for GailConfig {
+    fn rollout_settings(&self) -> rl_on_policy::RolloutSettings {
+        self.ppo.rollout_settings()
+    }
+}
+
+impl rl_on_policy::ActorCriticConfig for GailConfig {
+    fn policy_kwargs(&self) -> &rl_on_policy::PolicyKwargs {
+        &self.ppo.policy_kwargs
+    }
+}
+
 impl AlgoConfig for GailConfig {
     /// PPO's checks, then the adversarial ones; messages name the field.
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {

@@ -20,14 +20,13 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_module};
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
 use rl_core::wrappers::RunningMeanStd;
 use rl_core::{Rng, Space};
 use rl_offline::{Dataset, Transitions};
-use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings};
+use rl_on_policy::{ActorCritic, BuildContext, OnPolicyAgent, OnPolicyLearner};
 use rl_ppo::PpoLearner;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -438,28 +437,9 @@ impl OnPolicyLearner for GailLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "gail";
 
-    fn rollout_settings(cfg: &GailConfig) -> RolloutSettings {
-        PpoLearner::rollout_settings(&cfg.ppo)
-    }
-
-    fn make_policy(
-        cfg: &GailConfig,
-        obs_space: &Space,
-        act_space: &Space,
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, String> {
-        PpoLearner::make_policy(&cfg.ppo, obs_space, act_space, rng, device)
-    }
-
-    fn build(
-        cfg: GailConfig,
-        policy: ActorCritic,
-        device: Device,
-        run: &RunConfig,
-        spaces: (&Space, &Space),
-    ) -> Result<Self, RlError> {
-        let (obs_space, act_space) = (spaces.0, spaces.1.clone());
+    fn build(cfg: GailConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
+        let (run, device) = (ctx.run, ctx.device.clone());
+        let (obs_space, act_space) = (ctx.spaces.0, ctx.spaces.1.clone());
         let data = load_expert(
             &cfg.adversarial.expert_data_path,
             &run.env_id,
@@ -497,7 +477,7 @@ impl OnPolicyLearner for GailLearner {
             &mut rng,
             &device,
         );
-        let ppo = PpoLearner::build(cfg.ppo.clone(), policy, device.clone(), run, spaces)?;
+        let ppo = PpoLearner::build(cfg.ppo.clone(), policy, ctx)?;
         Ok(Self {
             obs_rms: cfg
                 .adversarial

@@ -4,7 +4,7 @@
 use rl_core::config::AlgoConfig;
 use rl_core::optim::OptimizerKind;
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
+use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use serde::{Deserialize, Serialize};
 
 /// A2C hyperparameters (`algo_kwargs` of a run config).
@@ -77,6 +77,19 @@ impl A2cConfig {
         } else {
             OptimizerKind::adam(1e-5)
         }
+    }
+}
+
+impl OnPolicyConfig for A2cConfig {
+    fn rollout_settings(&self) -> RolloutSettings {
+        let (n, g, l) = (self.n_steps, self.gamma, self.gae_lambda);
+        RolloutSettings::new(n, g, l, self.use_sde, self.sde_sample_freq)
+    }
+}
+
+impl ActorCriticConfig for A2cConfig {
+    fn policy_kwargs(&self) -> &PolicyKwargs {
+        &self.policy_kwargs
     }
 }
 

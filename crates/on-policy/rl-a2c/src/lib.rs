@@ -13,15 +13,13 @@ use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::flat_grads;
 use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
-use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::{
-    ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings, load_policy_and_optimizer,
+    ActorCritic, BuildContext, OnPolicyAgent, OnPolicyLearner, load_policy_and_optimizer,
     save_policy_and_optimizer,
 };
 use serde_json::{Map, Value};
@@ -134,36 +132,9 @@ impl OnPolicyLearner for A2cLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "a2c";
 
-    fn rollout_settings(c: &A2cConfig) -> RolloutSettings {
-        RolloutSettings::new(
-            c.n_steps,
-            c.gamma,
-            c.gae_lambda,
-            c.use_sde,
-            c.sde_sample_freq,
-        )
-    }
-
-    fn make_policy(
-        cfg: &A2cConfig,
-        obs_space: &Space,
-        act_space: &Space,
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, String> {
-        let kw = &cfg.policy_kwargs;
-        ActorCritic::with_sde(obs_space, act_space, kw, cfg.use_sde, rng, device)
-    }
-
     /// A2C draws no minibatches: it needs nothing from the run.
-    fn build(
-        cfg: A2cConfig,
-        policy: ActorCritic,
-        device: Device,
-        _run: &RunConfig,
-        _spaces: (&Space, &Space),
-    ) -> Result<Self, RlError> {
-        Ok(Self::new(cfg, policy, device))
+    fn build(cfg: A2cConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
+        Ok(Self::new(cfg, policy, ctx.device.clone()))
     }
 
     fn config(&self) -> &A2cConfig {

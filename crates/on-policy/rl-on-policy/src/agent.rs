@@ -2,7 +2,7 @@
 //! draw actions, `predict`, checkpoints ([`OnPolicyCore`]), around a learner that implements
 //! [`OnPolicyLearner`]; [`OnPolicyAgent`] is the [`Algorithm`] of PPO, A2C and the others.
 
-use crate::policy::ActorCritic;
+use crate::policy::{ActorCritic, PolicyKwargs};
 use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, RolloutPolicy, tensor2};
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
 use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus, state_entry};
@@ -273,19 +273,79 @@ impl RolloutSettings {
     }
 }
 
-/// What an on-policy algorithm adds to the shared agent: its hyperparameters, how it builds
-/// its learner around a fresh policy, and the policy the shell collects with. Updates,
-/// weights and checkpoint state come through [`Learner`].
+/// What the shell reads from an on-policy config.
+pub trait OnPolicyConfig: AlgoConfig + Serialize + Clone {
+    /// How rollouts are collected.
+    fn rollout_settings(&self) -> RolloutSettings;
+}
+
+/// A config whose policy is an [`ActorCritic`]: its network shape (gSDE comes from
+/// [`OnPolicyConfig::rollout_settings`]).
+pub trait ActorCriticConfig: OnPolicyConfig {
+    /// The network shape (`policy_kwargs`).
+    fn policy_kwargs(&self) -> &PolicyKwargs;
+}
+
+/// A policy network that a config of type `C` describes.
+pub trait PolicyFor<C>: Module + RolloutPolicy + Sync + Sized {
+    /// A fresh network for the spaces, initialized from `rng`.
+    fn for_config(
+        cfg: &C,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String>;
+}
+
+impl<C: ActorCriticConfig> PolicyFor<C> for ActorCritic {
+    fn for_config(
+        cfg: &C,
+        obs_space: &Space,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
+        let use_sde = cfg.rollout_settings().sde_sample_freq.is_some();
+        ActorCritic::with_sde(
+            obs_space,
+            act_space,
+            cfg.policy_kwargs(),
+            use_sde,
+            rng,
+            device,
+        )
+    }
+}
+
+/// What a learner is built with besides its hyperparameters and policy.
+pub struct BuildContext<'a> {
+    /// The autodiff device.
+    pub device: Device,
+    /// The run.
+    pub run: &'a RunConfig,
+    /// Observation and action spaces of the run's envs.
+    pub spaces: (&'a Space, &'a Space),
+}
+
+impl BuildContext<'_> {
+    /// The run seed's generator `stream` (e.g. `"minibatch"`).
+    pub fn rng(&self, stream: &str) -> Rng {
+        Rng::for_stream(self.run.seed, stream)
+    }
+}
+
+/// What an on-policy algorithm adds to the shared agent: its hyperparameters and policy
+/// types, how it builds its learner around a fresh policy, and the policy the shell collects
+/// with. Updates, weights and checkpoint state come through [`Learner`].
 pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     /// The hyperparameters (`algo_kwargs`).
-    type Config: AlgoConfig + Serialize + Clone;
+    type Config: OnPolicyConfig;
     /// The policy network ([`ActorCritic`] or a recurrent one).
-    type Policy: Module + RolloutPolicy + Sync;
+    type Policy: PolicyFor<Self::Config>;
     /// The algorithm's name in configs and checkpoints.
     const NAME: &'static str;
 
-    /// How rollouts are collected.
-    fn rollout_settings(cfg: &Self::Config) -> RolloutSettings;
     /// A fresh policy network for the spaces, initialized from `rng`.
     fn make_policy(
         cfg: &Self::Config,
@@ -293,21 +353,16 @@ pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
         act_space: &Space,
         rng: &mut Rng,
         device: &Device,
-    ) -> Result<Self::Policy, String>;
+    ) -> Result<Self::Policy, String> {
+        Self::Policy::for_config(cfg, obs_space, act_space, rng, device)
+    }
     /// Rejects action spaces the algorithm does not handle (all by default).
     fn check_action_space(_space: &Space) -> Result<(), String> {
         Ok(())
     }
-    /// A learner for a fresh `policy` on the autodiff `device`, for a run whose envs have
-    /// these observation and action spaces; fails on what it needs besides the policy (GAIL:
+    /// A learner for a fresh `policy`; fails on what it needs besides the policy (GAIL:
     /// expert data that is missing or does not fit).
-    fn build(
-        cfg: Self::Config,
-        policy: Self::Policy,
-        device: Device,
-        run: &RunConfig,
-        spaces: (&Space, &Space),
-    ) -> Result<Self, RlError>;
+    fn build(cfg: Self::Config, policy: Self::Policy, ctx: &BuildContext) -> Result<Self, RlError>;
     /// The hyperparameters.
     fn config(&self) -> &Self::Config;
     /// The policy network.
@@ -396,7 +451,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let device = device.clone().autodiff();
-        let n_steps = L::rollout_settings(&cfg).n_steps;
+        let n_steps = cfg.rollout_settings().n_steps;
         let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
         L::check_action_space(&core.status.act_space)
             .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))?;
@@ -414,16 +469,13 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
             })
         })?;
         core.collector.set_state_dim(policy.state_dim());
-        Ok(Self {
-            learner: L::build(
-                cfg,
-                policy,
-                device,
-                run,
-                (&core.status.obs_space, &core.status.act_space),
-            )?,
-            core,
-        })
+        let ctx = BuildContext {
+            device,
+            run,
+            spaces: (&core.status.obs_space, &core.status.act_space),
+        };
+        let learner = L::build(cfg, policy, &ctx)?;
+        Ok(Self { learner, core })
     }
 
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
@@ -481,7 +533,7 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
 
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let s = L::rollout_settings(self.learner.config());
+        let s = self.learner.config().rollout_settings();
         let sde_freq = s.sde_sample_freq.unwrap_or(-1);
         let r = self
             .core

@@ -2,7 +2,7 @@
 
 use rl_core::config::{AlgoConfig, ConfigError};
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
+use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use rl_ppo::PpoConfig;
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +101,19 @@ impl PpgConfig {
             sde_sample_freq: -1,
             policy_kwargs: self.policy_kwargs.clone(),
         }
+    }
+}
+
+/// PPG collects without gSDE (discrete actions only).
+impl OnPolicyConfig for PpgConfig {
+    fn rollout_settings(&self) -> RolloutSettings {
+        RolloutSettings::new(self.n_steps, self.gamma, self.gae_lambda, false, -1)
+    }
+}
+
+impl ActorCriticConfig for PpgConfig {
+    fn policy_kwargs(&self) -> &PolicyKwargs {
+        &self.policy_kwargs
     }
 }
 

@@ -25,7 +25,7 @@ use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, flat_grads, load_module_tensors, module_tensors, num_params};
 use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
-use rl_on_policy::{ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings};
+use rl_on_policy::{ActorCritic, BuildContext, OnPolicyAgent, OnPolicyLearner};
 use rl_ppo::PpoLearner;
 use serde_json::{Map, Value};
 
@@ -273,19 +273,6 @@ impl OnPolicyLearner for PpgLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "ppg";
 
-    /// PPG collects without gSDE (discrete actions only).
-    fn rollout_settings(cfg: &PpgConfig) -> RolloutSettings {
-        RolloutSettings::new(cfg.n_steps, cfg.gamma, cfg.gae_lambda, false, -1)
-    }
-    fn make_policy(
-        cfg: &PpgConfig,
-        obs_space: &Space,
-        act_space: &Space,
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, String> {
-        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
-    }
     fn check_action_space(space: &Space) -> Result<(), String> {
         match space {
             Space::Discrete { .. } => Ok(()),
@@ -295,14 +282,8 @@ impl OnPolicyLearner for PpgLearner {
             )),
         }
     }
-    fn build(
-        cfg: PpgConfig,
-        policy: ActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&rl_core::Space, &rl_core::Space),
-    ) -> Result<Self, rl_core::RlError> {
-        Ok(Self::new(cfg, policy, device, run))
+    fn build(cfg: PpgConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
+        Ok(Self::new(cfg, policy, ctx.device.clone(), ctx.run))
     }
     fn config(&self) -> &PpgConfig {
         &self.cfg

@@ -2,7 +2,7 @@
 
 use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
+use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use serde::{Deserialize, Serialize};
 
 /// PPO hyperparameters (`algo_kwargs` of a run config).
@@ -77,6 +77,19 @@ impl Default for PpoConfig {
             sde_sample_freq: -1,
             policy_kwargs: PolicyKwargs::default(),
         }
+    }
+}
+
+impl OnPolicyConfig for PpoConfig {
+    fn rollout_settings(&self) -> RolloutSettings {
+        let (n, g, l) = (self.n_steps, self.gamma, self.gae_lambda);
+        RolloutSettings::new(n, g, l, self.use_sde, self.sde_sample_freq)
+    }
+}
+
+impl ActorCriticConfig for PpoConfig {
+    fn policy_kwargs(&self) -> &PolicyKwargs {
+        &self.policy_kwargs
     }
 }
 

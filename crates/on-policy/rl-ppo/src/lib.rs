@@ -9,21 +9,18 @@ pub mod loss;
 
 pub use config::PpoConfig;
 
+use rl_core::Rng;
 use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
-use rl_core::{Rng, Space};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::agent::{load_with_minibatch_rng, save_with_minibatch_rng};
 use rl_on_policy::rollout::{host, tensor2};
-use rl_on_policy::{
-    ActorCritic, OnPolicyAgent, OnPolicyLearner, RolloutSettings, actor_critic_grads,
-};
+use rl_on_policy::{ActorCritic, BuildContext, OnPolicyAgent, OnPolicyLearner, actor_critic_grads};
 use serde_json::{Map, Value};
 
 /// The optimization half of PPO: the policy, its optimizer and the minibatch generator. It
@@ -241,36 +238,13 @@ impl OnPolicyLearner for PpoLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "ppo";
 
-    fn rollout_settings(c: &PpoConfig) -> RolloutSettings {
-        RolloutSettings::new(
-            c.n_steps,
-            c.gamma,
-            c.gae_lambda,
-            c.use_sde,
-            c.sde_sample_freq,
-        )
-    }
-
-    fn make_policy(
-        cfg: &PpoConfig,
-        obs_space: &Space,
-        act_space: &Space,
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, String> {
-        let kw = &cfg.policy_kwargs;
-        ActorCritic::with_sde(obs_space, act_space, kw, cfg.use_sde, rng, device)
-    }
-
-    fn build(
-        cfg: PpoConfig,
-        policy: ActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&Space, &Space),
-    ) -> Result<Self, RlError> {
-        let rng = Rng::for_stream(run.seed, "minibatch");
-        Ok(Self::new(cfg, policy, device, rng))
+    fn build(cfg: PpoConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
+        Ok(Self::new(
+            cfg,
+            policy,
+            ctx.device.clone(),
+            ctx.rng("minibatch"),
+        ))
     }
 
     fn config(&self) -> &PpoConfig {

@@ -139,6 +139,12 @@ impl<'de> Deserialize<'de> for RecurrentPpoConfig {
     }
 }
 
+impl rl_on_policy::OnPolicyConfig for RecurrentPpoConfig {
+    fn rollout_settings(&self) -> rl_on_policy::RolloutSettings {
+        self.ppo.rollout_settings()
+    }
+}
+
 impl AlgoConfig for RecurrentPpoConfig {
     fn from_kwargs(kw: &Map<String, Value>) -> Result<Self, ConfigError> {
         let c = Self::from_map(kw, "algo_kwargs")?;

@@ -16,7 +16,6 @@ use rl_core::algorithm::{Learner, LearnerState, Progress, RlError};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
@@ -25,8 +24,8 @@ use rl_core::{Space, batch::host, batch::tensor1, batch::tensor2};
 pub use rl_on_policy::EnvMaker;
 use rl_on_policy::agent::{load_with_minibatch_rng, save_with_minibatch_rng, split_grads};
 use rl_on_policy::recurrent::RecurrentActorCritic;
-use rl_on_policy::{OnPolicyAgent, OnPolicyLearner, RolloutSettings};
-use rl_ppo::{MinibatchLosses, PpoLearner, PpoStats};
+use rl_on_policy::{BuildContext, OnPolicyAgent, OnPolicyLearner, PolicyFor};
+use rl_ppo::{MinibatchLosses, PpoStats};
 use serde_json::{Map, Value};
 
 /// One minibatch of padded sequences, host side.
@@ -234,43 +233,42 @@ impl OnPolicyLearner for RecurrentPpoLearner {
     type Policy = RecurrentActorCritic;
     const NAME: &'static str = "recurrent_ppo";
 
-    fn rollout_settings(cfg: &RecurrentPpoConfig) -> RolloutSettings {
-        PpoLearner::rollout_settings(&cfg.ppo)
+    fn build(
+        cfg: RecurrentPpoConfig,
+        policy: RecurrentActorCritic,
+        ctx: &BuildContext,
+    ) -> Result<Self, RlError> {
+        Ok(Self::new(
+            cfg,
+            policy,
+            ctx.device.clone(),
+            ctx.rng("minibatch"),
+        ))
     }
-    fn make_policy(
+
+    fn config(&self) -> &RecurrentPpoConfig {
+        &self.cfg
+    }
+
+    fn policy(&self) -> &RecurrentActorCritic {
+        &self.policy
+    }
+}
+
+/// The LSTM policy a Recurrent PPO config describes.
+impl PolicyFor<RecurrentPpoConfig> for RecurrentActorCritic {
+    fn for_config(
         cfg: &RecurrentPpoConfig,
         obs_space: &Space,
         act_space: &Space,
         rng: &mut Rng,
         device: &Device,
-    ) -> Result<RecurrentActorCritic, String> {
-        let l = &cfg.lstm;
+    ) -> Result<Self, String> {
+        let (l, p) = (&cfg.lstm, &cfg.ppo);
+        let (hidden, layers, shared) = (l.lstm_hidden_size, l.n_lstm_layers, l.shared_lstm);
+        let kw = &p.policy_kwargs;
         RecurrentActorCritic::new(
-            obs_space,
-            act_space,
-            &cfg.ppo.policy_kwargs,
-            l.lstm_hidden_size,
-            l.n_lstm_layers,
-            l.shared_lstm,
-            cfg.ppo.use_sde,
-            rng,
-            device,
+            obs_space, act_space, kw, hidden, layers, shared, p.use_sde, rng, device,
         )
-    }
-    fn build(
-        cfg: RecurrentPpoConfig,
-        policy: RecurrentActorCritic,
-        device: Device,
-        run: &RunConfig,
-        _spaces: (&Space, &Space),
-    ) -> Result<Self, RlError> {
-        let rng = Rng::for_stream(run.seed, "minibatch");
-        Ok(Self::new(cfg, policy, device, rng))
-    }
-    fn config(&self) -> &RecurrentPpoConfig {
-        &self.cfg
-    }
-    fn policy(&self) -> &RecurrentActorCritic {
-        &self.policy
     }
 }

@@ -3,7 +3,7 @@
 
 use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
+use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use serde::{Deserialize, Serialize};
 
 /// TRPO hyperparameters (`algo_kwargs` of a run config).
@@ -68,6 +68,19 @@ impl Default for TrpoConfig {
             sde_sample_freq: -1,
             policy_kwargs: PolicyKwargs::default(),
         }
+    }
+}
+
+impl OnPolicyConfig for TrpoConfig {
+    fn rollout_settings(&self) -> RolloutSettings {
+        let (n, g, l) = (self.n_steps, self.gamma, self.gae_lambda);
+        RolloutSettings::new(n, g, l, self.use_sde, self.sde_sample_freq)
+    }
+}
+
+impl ActorCriticConfig for TrpoConfig {
+    fn policy_kwargs(&self) -> &PolicyKwargs {
+        &self.policy_kwargs
     }
 }
 
