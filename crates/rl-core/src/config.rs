@@ -277,6 +277,38 @@ pub fn strict<T: DeserializeOwned>(v: serde_json::Value, prefix: &str) -> Result
     })
 }
 
+/// Splits a flat table between a shared config part `P` and the rest: the keys `P` accepts
+/// (aliases included, as serde knows them) go to the first map, the others to the second. A
+/// config that embeds `P` (`#[serde(flatten, skip_deserializing)]`) parses each map
+/// [`strict`]ly, so errors keep their field paths and unknown keys are still refused.
+pub fn split_keys<P: DeserializeOwned>(
+    kw: &serde_json::Map<String, serde_json::Value>,
+) -> (
+    serde_json::Map<String, serde_json::Value>,
+    serde_json::Map<String, serde_json::Value>,
+) {
+    let keys = accepted_keys::<P>();
+    kw.iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .partition(|(k, _)| keys.contains(&k.as_str()))
+}
+
+/// Parses `algo_kwargs` into a config `T` with a shared part `P` read separately (see
+/// [`split_keys`]): `set` puts the part into the config; then `validate`.
+pub fn from_kwargs_with_part<T: AlgoConfig, P: DeserializeOwned>(
+    kw: &serde_json::Map<String, serde_json::Value>,
+    set: impl FnOnce(&mut T, P),
+) -> Result<T, ConfigError> {
+    let (part, own) = split_keys::<P>(kw);
+    let mut cfg: T = strict(serde_json::Value::Object(own), "algo_kwargs")?;
+    set(
+        &mut cfg,
+        strict(serde_json::Value::Object(part), "algo_kwargs")?,
+    );
+    cfg.validate()?;
+    Ok(cfg)
+}
+
 /// Every key a serde struct accepts: its fields' names and their aliases, as serde's derive
 /// lists them (tables that repeat a config's keys are checked against this).
 pub fn accepted_keys<T: DeserializeOwned>() -> Vec<&'static str> {

@@ -1,11 +1,10 @@
 //! DQN hyperparameters: SB3's names and defaults, the seed's (RLlib's) Rainbow options, RLlib
 //! names accepted as aliases.
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
 use rl_core::nn::Activation;
-use rl_core::replay::NStep;
 use rl_core::schedule::Schedule;
-use rl_off_policy::TargetUpdate;
+use rl_off_policy::{ReplayKeys, TargetUpdate};
 use serde::{Deserialize, Serialize};
 
 /// TD loss on the (non-distributional) Q-values.
@@ -47,12 +46,6 @@ pub struct DqnConfig {
     /// Adam step size: a number, `lin_<v>` or `[[t, v], …]`.
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
-    /// Replay capacity (transitions).
-    #[serde(alias = "replay_buffer_capacity")]
-    pub buffer_size: usize,
-    /// Env steps of random actions before learning starts.
-    #[serde(alias = "num_steps_sampled_before_learning_starts")]
-    pub learning_starts: u64,
     /// Transitions per gradient step.
     #[serde(alias = "train_batch_size")]
     pub batch_size: usize,
@@ -62,10 +55,6 @@ pub struct DqnConfig {
     pub gamma: f64,
     /// Vector-env steps between updates.
     pub train_freq: usize,
-    /// Gradient steps per update (−1: one per env step collected).
-    pub gradient_steps: i64,
-    /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
-    pub training_intensity: Option<f64>,
     /// Env steps between target-network updates.
     #[serde(alias = "target_network_update_freq")]
     pub target_update_interval: u64,
@@ -89,16 +78,6 @@ pub struct DqnConfig {
     pub dueling: bool,
     /// Hidden layers of each head branch (after the trunk).
     pub hiddens: Vec<usize>,
-    /// n-step returns: `n` or a range `[lo, hi]` drawn per sample.
-    pub n_step: NStep,
-    /// Proportional prioritized replay.
-    pub prioritized_replay: bool,
-    /// PER α.
-    pub prioritized_replay_alpha: f64,
-    /// PER β at the start (annealed to 1 by the end of training).
-    pub prioritized_replay_beta: f64,
-    /// PER ε added to |TD error|.
-    pub prioritized_replay_eps: f64,
     /// Atoms of the return distribution (1: plain Q-values; > 1: C51).
     pub num_atoms: usize,
     /// Lowest atom.
@@ -111,24 +90,23 @@ pub struct DqnConfig {
     pub sigma0: f64,
     /// TD loss (non-distributional).
     pub td_error_loss_fn: TdLoss,
-    /// Save the replay buffer with checkpoints.
-    pub store_buffer_in_checkpoints: bool,
     /// Network shape.
     pub policy_kwargs: QPolicyKwargs,
+    /// The replay buffer and loop keys shared with SAC (flat in YAML: `buffer_size`,
+    /// `learning_starts`, `gradient_steps`, `training_intensity`, `n_step`,
+    /// `prioritized_replay*`, `store_buffer_in_checkpoints`).
+    #[serde(flatten, skip_deserializing)]
+    pub replay: ReplayKeys,
 }
 
 impl Default for DqnConfig {
     fn default() -> Self {
         Self {
             learning_rate: Schedule::Constant(1e-4),
-            buffer_size: 1_000_000,
-            learning_starts: 100,
             batch_size: 32,
             tau: 1.0,
             gamma: 0.99,
             train_freq: 4,
-            gradient_steps: 1,
-            training_intensity: None,
             target_update_interval: 10_000,
             exploration_fraction: 0.1,
             exploration_initial_eps: 1.0,
@@ -139,47 +117,19 @@ impl Default for DqnConfig {
             double_q: false,
             dueling: false,
             hiddens: Vec::new(),
-            n_step: NStep::Fixed(1),
-            prioritized_replay: false,
-            prioritized_replay_alpha: 0.6,
-            prioritized_replay_beta: 0.4,
-            prioritized_replay_eps: 1e-6,
             num_atoms: 1,
             v_min: -10.0,
             v_max: 10.0,
             noisy: false,
             sigma0: 0.5,
             td_error_loss_fn: TdLoss::Huber,
-            store_buffer_in_checkpoints: false,
+            replay: ReplayKeys::default(),
             policy_kwargs: QPolicyKwargs::default(),
         }
     }
 }
 
 impl DqnConfig {
-    /// When to learn and how much.
-    pub fn train_frequency(&self) -> rl_off_policy::TrainFrequency {
-        rl_off_policy::TrainFrequency {
-            learning_starts: self.learning_starts,
-            train_freq: self.train_freq,
-            gradient_steps: self.gradient_steps,
-            training_intensity: self.training_intensity,
-            batch_size: self.batch_size,
-        }
-    }
-
-    /// The replay buffer.
-    pub fn replay_options(&self) -> rl_off_policy::ReplayOptions {
-        rl_off_policy::ReplayOptions {
-            buffer_size: self.buffer_size,
-            n_step: self.n_step,
-            prioritized: self.prioritized_replay,
-            alpha: self.prioritized_replay_alpha,
-            beta: self.prioritized_replay_beta,
-            eps: self.prioritized_replay_eps,
-        }
-    }
-
     /// The target-network updates.
     pub fn target_update(&self) -> TargetUpdate {
         TargetUpdate {
@@ -204,11 +154,15 @@ impl DqnConfig {
 }
 
 impl AlgoConfig for DqnConfig {
+    /// The shared replay keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, r| c.replay = r)
+    }
+
     /// Range checks with messages naming the field.
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
-        self.train_frequency().validate()?;
-        self.replay_options().validate()?;
+        self.replay.validate(self.train_freq, self.batch_size)?;
         if self.learning_rate.initial() <= 0.0 {
             return err("learning_rate", "must be positive");
         }
@@ -249,5 +203,45 @@ impl AlgoConfig for DqnConfig {
             return err("hiddens", "layer widths must be at least 1");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<DqnConfig, ConfigError> {
+        DqnConfig::from_kwargs(v.as_object().expect("a table"))
+    }
+
+    #[test]
+    fn shared_replay_keys_and_own_keys_in_one_flat_table() {
+        let c = parse(
+            json!({"lr": 0.01, "replay_buffer_capacity": 500, "n_step": 3,
+            "prioritized_replay": true, "batch_size": 8}),
+        )
+        .unwrap();
+        assert_eq!((c.replay.buffer_size, c.batch_size), (500, 8));
+        assert_eq!(c.replay.n_step, rl_core::replay::NStep::Fixed(3));
+        assert!(c.replay.prioritized_replay);
+        assert_eq!(c.learning_rate, Schedule::Constant(0.01));
+        // Saved flat, and read back the same.
+        let saved = serde_json::to_value(&c).unwrap();
+        assert_eq!(saved["buffer_size"], json!(500));
+        assert_eq!(parse(saved).unwrap(), c);
+        assert_eq!(parse(json!({})).unwrap(), DqnConfig::default());
+    }
+
+    #[test]
+    fn errors_in_either_part_name_the_key() {
+        let e = parse(json!({"buffer_size": "many"})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.buffer_size", "{e}");
+        let e = parse(json!({"gamma": "x"})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.gamma", "{e}");
+        let e = parse(json!({"bogus": 1})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `bogus`"), "{e}");
+        let e = parse(json!({"buffer_size": 0})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.buffer_size", "{e}");
     }
 }

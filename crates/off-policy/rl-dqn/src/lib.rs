@@ -26,9 +26,7 @@ use rl_core::params::{
 use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
-use rl_off_policy::{
-    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
-};
+use rl_off_policy::{ActMode, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings};
 use serde_json::{Map, Value};
 
 /// The optimization half of DQN: online and target networks, the optimizer, the noise RNG.
@@ -432,13 +430,8 @@ impl OffPolicyLearner for DqnLearner {
     const NAME: &'static str = "dqn";
 
     fn settings(cfg: &DqnConfig) -> OffPolicySettings {
-        OffPolicySettings {
-            frequency: cfg.train_frequency(),
-            replay: cfg.replay_options(),
-            gamma: cfg.gamma,
-            store_buffer: cfg.store_buffer_in_checkpoints,
-            feed: Feed::Sampled,
-        }
+        cfg.replay
+            .settings(cfg.train_freq, cfg.batch_size, cfg.gamma)
     }
 
     fn stored_action_dim(space: &Space) -> Result<usize, String> {

@@ -51,7 +51,11 @@ fn accepts_rllib_aliases() {
     let d = Dqn::new(&run, &training_env, &Device::flex()).unwrap();
     let c = d.config();
     assert_eq!(
-        (c.target_update_interval, c.learning_starts, c.batch_size),
+        (
+            c.target_update_interval,
+            c.replay.learning_starts,
+            c.batch_size
+        ),
         (500, 10, 8)
     );
     assert_eq!(c.max_grad_norm, Some(40.0));

@@ -241,7 +241,99 @@ pub fn linear_epsilon(
     }
 }
 
-/// Replay options common to the family (SB3 and RLlib names live in each config).
+/// The replay and training-loop keys DQN and SAC share, with the same defaults (SB3's; RLlib's
+/// names as aliases). Flat in their YAML tables: the configs embed it with
+/// `#[serde(flatten, skip_deserializing)]` and read it with
+/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayKeys {
+    /// Replay capacity (transitions).
+    #[serde(alias = "replay_buffer_capacity")]
+    pub buffer_size: usize,
+    /// Env steps of random actions before learning starts.
+    #[serde(alias = "num_steps_sampled_before_learning_starts")]
+    pub learning_starts: u64,
+    /// Gradient steps per update (−1: one per env step collected).
+    pub gradient_steps: i64,
+    /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
+    pub training_intensity: Option<f64>,
+    /// n-step returns: `n` or a range `[lo, hi]` drawn per sample.
+    pub n_step: NStep,
+    /// Proportional prioritized replay.
+    pub prioritized_replay: bool,
+    /// PER α.
+    pub prioritized_replay_alpha: f64,
+    /// PER β at the start (annealed to 1 by the end of training).
+    pub prioritized_replay_beta: f64,
+    /// PER ε added to the priorities.
+    pub prioritized_replay_eps: f64,
+    /// Save the replay buffer with checkpoints.
+    pub store_buffer_in_checkpoints: bool,
+}
+
+impl Default for ReplayKeys {
+    fn default() -> Self {
+        Self {
+            buffer_size: 1_000_000,
+            learning_starts: 100,
+            gradient_steps: 1,
+            training_intensity: None,
+            n_step: NStep::Fixed(1),
+            prioritized_replay: false,
+            prioritized_replay_alpha: 0.6,
+            prioritized_replay_beta: 0.4,
+            prioritized_replay_eps: 1e-6,
+            store_buffer_in_checkpoints: false,
+        }
+    }
+}
+
+impl ReplayKeys {
+    /// When to learn, with the algorithm's `train_freq` and `batch_size`.
+    pub fn train_frequency(&self, train_freq: usize, batch_size: usize) -> TrainFrequency {
+        TrainFrequency {
+            learning_starts: self.learning_starts,
+            train_freq,
+            gradient_steps: self.gradient_steps,
+            training_intensity: self.training_intensity,
+            batch_size,
+        }
+    }
+
+    /// The replay buffer.
+    pub fn options(&self) -> ReplayOptions {
+        ReplayOptions {
+            buffer_size: self.buffer_size,
+            n_step: self.n_step,
+            prioritized: self.prioritized_replay,
+            alpha: self.prioritized_replay_alpha,
+            beta: self.prioritized_replay_beta,
+            eps: self.prioritized_replay_eps,
+        }
+    }
+
+    /// The shell's settings for sampled gradient steps of `batch_size` every `train_freq`
+    /// vector steps, discount `gamma`.
+    pub fn settings(&self, train_freq: usize, batch_size: usize, gamma: f64) -> OffPolicySettings {
+        OffPolicySettings {
+            frequency: self.train_frequency(train_freq, batch_size),
+            replay: self.options(),
+            gamma,
+            store_buffer: self.store_buffer_in_checkpoints,
+            feed: Feed::Sampled,
+        }
+    }
+
+    /// Range checks with messages naming the field (`train_freq` and `batch_size` are the
+    /// algorithm's).
+    pub fn validate(&self, train_freq: usize, batch_size: usize) -> Result<(), ConfigError> {
+        self.train_frequency(train_freq, batch_size).validate()?;
+        self.options().validate()
+    }
+}
+
+/// Replay options common to the family (built from [`ReplayKeys`], or by AWR itself).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayOptions {
     /// Capacity in transitions.
@@ -350,6 +442,28 @@ pub fn restore_replay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replay_keys_are_the_documented_list() {
+        // The one list of the shared keys and their aliases, as serde reads them.
+        assert_eq!(
+            rl_core::config::accepted_keys::<ReplayKeys>(),
+            [
+                "buffer_size",
+                "replay_buffer_capacity",
+                "learning_starts",
+                "num_steps_sampled_before_learning_starts",
+                "gradient_steps",
+                "training_intensity",
+                "n_step",
+                "prioritized_replay",
+                "prioritized_replay_alpha",
+                "prioritized_replay_beta",
+                "prioritized_replay_eps",
+                "store_buffer_in_checkpoints",
+            ]
+        );
+    }
 
     #[test]
     fn training_intensity_carries_fractions() {

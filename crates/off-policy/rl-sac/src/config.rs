@@ -1,10 +1,10 @@
 //! SAC hyperparameters: SB3's names and defaults, the seed's (RLlib's) options, RLlib names
 //! accepted as aliases.
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
 use rl_core::nn::Activation;
-use rl_core::replay::NStep;
 use rl_core::schedule::Schedule;
+use rl_off_policy::ReplayKeys;
 use serde::{Deserialize, Serialize};
 
 /// A number, or `"auto"` / `"auto_<init>"` (SB3's `ent_coef` and `target_entropy`).
@@ -70,12 +70,6 @@ pub struct SacConfig {
     /// Entropy-coefficient step size.
     #[serde(alias = "entropy_learning_rate")]
     pub alpha_lr: Option<Schedule>,
-    /// Replay capacity.
-    #[serde(alias = "replay_buffer_capacity")]
-    pub buffer_size: usize,
-    /// Env steps of uniformly random actions before learning starts.
-    #[serde(alias = "num_steps_sampled_before_learning_starts")]
-    pub learning_starts: u64,
     /// Transitions per gradient step.
     #[serde(alias = "train_batch_size")]
     pub batch_size: usize,
@@ -85,10 +79,6 @@ pub struct SacConfig {
     pub gamma: f64,
     /// Vector-env steps between updates.
     pub train_freq: usize,
-    /// Gradient steps per update (−1: one per env step collected).
-    pub gradient_steps: i64,
-    /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
-    pub training_intensity: Option<f64>,
     /// Gradient steps between target updates.
     #[serde(alias = "target_network_update_freq")]
     pub target_update_interval: u64,
@@ -100,27 +90,20 @@ pub struct SacConfig {
     pub target_entropy: AutoOr,
     /// Two critics, the minimum taken (false: one).
     pub twin_q: bool,
-    /// n-step returns.
-    pub n_step: NStep,
     /// Clip env actions to the bounds (squashed actions are inside them already).
     pub clip_actions: bool,
     /// Global-norm gradient clipping per network (null: none).
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
-    /// Prioritized replay.
-    pub prioritized_replay: bool,
-    /// PER α.
-    pub prioritized_replay_alpha: f64,
-    /// PER β at the start.
-    pub prioritized_replay_beta: f64,
-    /// PER ε.
-    pub prioritized_replay_eps: f64,
-    /// Save the replay buffer with checkpoints.
-    pub store_buffer_in_checkpoints: bool,
     /// gSDE (not available for SAC yet: must be false).
     pub use_sde: bool,
     /// Network shape.
     pub policy_kwargs: SacPolicyKwargs,
+    /// The replay buffer and loop keys shared with DQN (flat in YAML: `buffer_size`,
+    /// `learning_starts`, `gradient_steps`, `training_intensity`, `n_step`,
+    /// `prioritized_replay*`, `store_buffer_in_checkpoints`).
+    #[serde(flatten, skip_deserializing)]
+    pub replay: ReplayKeys,
 }
 
 impl Default for SacConfig {
@@ -130,57 +113,25 @@ impl Default for SacConfig {
             actor_lr: None,
             critic_lr: None,
             alpha_lr: None,
-            buffer_size: 1_000_000,
-            learning_starts: 100,
             batch_size: 256,
             tau: 0.005,
             gamma: 0.99,
             train_freq: 1,
-            gradient_steps: 1,
-            training_intensity: None,
             target_update_interval: 1,
             ent_coef: AutoOr::Auto("auto".into()),
             initial_alpha: None,
             target_entropy: AutoOr::Auto("auto".into()),
             twin_q: true,
-            n_step: NStep::Fixed(1),
             clip_actions: false,
             max_grad_norm: None,
-            prioritized_replay: false,
-            prioritized_replay_alpha: 0.6,
-            prioritized_replay_beta: 0.4,
-            prioritized_replay_eps: 1e-6,
-            store_buffer_in_checkpoints: false,
             use_sde: false,
+            replay: ReplayKeys::default(),
             policy_kwargs: SacPolicyKwargs::default(),
         }
     }
 }
 
 impl SacConfig {
-    /// When to learn and how much.
-    pub fn train_frequency(&self) -> rl_off_policy::TrainFrequency {
-        rl_off_policy::TrainFrequency {
-            learning_starts: self.learning_starts,
-            train_freq: self.train_freq,
-            gradient_steps: self.gradient_steps,
-            training_intensity: self.training_intensity,
-            batch_size: self.batch_size,
-        }
-    }
-
-    /// The replay buffer.
-    pub fn replay_options(&self) -> rl_off_policy::ReplayOptions {
-        rl_off_policy::ReplayOptions {
-            buffer_size: self.buffer_size,
-            n_step: self.n_step,
-            prioritized: self.prioritized_replay,
-            alpha: self.prioritized_replay_alpha,
-            beta: self.prioritized_replay_beta,
-            eps: self.prioritized_replay_eps,
-        }
-    }
-
     /// Learned α: its initial value; fixed α: `None`.
     pub fn learned_alpha_init(&self) -> Option<f64> {
         self.ent_coef
@@ -203,11 +154,15 @@ impl SacConfig {
 }
 
 impl AlgoConfig for SacConfig {
+    /// The shared replay keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, r| c.replay = r)
+    }
+
     /// Range checks with messages naming the field.
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
-        self.train_frequency().validate()?;
-        self.replay_options().validate()?;
+        self.replay.validate(self.train_freq, self.batch_size)?;
         for (f, s) in [
             ("learning_rate", Some(&self.learning_rate)),
             ("actor_lr", self.actor_lr.as_ref()),

@@ -27,7 +27,7 @@ use rl_core::replay::TransitionBatch;
 use rl_core::{Rng, Space};
 pub use rl_off_policy::EnvMaker;
 use rl_off_policy::{
-    ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings, polyak,
+    ActMode, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings, polyak,
 };
 use serde_json::{Map, Value};
 
@@ -487,13 +487,8 @@ impl OffPolicyLearner for SacLearner {
     const NAME: &'static str = "sac";
 
     fn settings(cfg: &SacConfig) -> OffPolicySettings {
-        OffPolicySettings {
-            frequency: cfg.train_frequency(),
-            replay: cfg.replay_options(),
-            gamma: cfg.gamma,
-            store_buffer: cfg.store_buffer_in_checkpoints,
-            feed: Feed::Sampled,
-        }
+        cfg.replay
+            .settings(cfg.train_freq, cfg.batch_size, cfg.gamma)
     }
 
     fn stored_action_dim(space: &Space) -> Result<usize, String> {
