@@ -135,7 +135,15 @@ fn actor_learner<L: ActorLearner>(name: &str) {
     let (o, a) = spaces(&run);
     let dev = Device::flex().autodiff();
     let infer = dev.clone().inner();
-    let learner = || L::build(cfg.clone(), &run, (&o, &a), dev.clone()).unwrap();
+    let learner = || {
+        let p = L::make_policy(&cfg, (&o, &a), &mut Rng::for_stream(1, "init"), &dev).unwrap();
+        let ctx = BuildContext {
+            device: dev.clone(),
+            run: &run,
+            spaces: (&o, &a),
+        };
+        L::build(cfg.clone(), p, &ctx).unwrap()
+    };
     let template =
         |seed: u64| L::make_policy(&cfg, (&o, &a), &mut Rng::seed_from(seed), &infer).unwrap();
     let mut l = learner();

@@ -1,8 +1,9 @@
 //! APPO hyperparameters: the seed table plus RLlib's options.
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
+use rl_on_policy::actor_learner::RunnerKeys;
 use serde::{Deserialize, Serialize};
 
 /// APPO hyperparameters (`algo_kwargs` of a run config).
@@ -48,9 +49,6 @@ pub struct AppoConfig {
     /// Env runner threads.
     #[serde(alias = "num_actors", alias = "num_workers")]
     pub num_env_runners: usize,
-    /// Envs per runner.
-    #[serde(alias = "num_envs_per_worker")]
-    pub num_envs_per_env_runner: usize,
     /// Add `kl_coeff · KL(target ‖ current)` to the loss.
     pub use_kl_loss: bool,
     /// Initial KL coefficient (adapted towards `kl_target`).
@@ -67,24 +65,19 @@ pub struct AppoConfig {
     pub circular_buffer_num_batches: usize,
     /// Times each batch is trained on before it leaves the buffer.
     pub circular_buffer_iterations_per_batch: usize,
-    /// Batches the learner queue holds before runners block.
-    pub learner_queue_size: usize,
-    /// Seconds the learner waits for a batch before failing.
-    pub learner_queue_timeout: f64,
     /// Global gradient-norm clip (None: off).
     #[serde(alias = "max_grad_norm")]
     pub grad_clip: Option<f64>,
     /// Adam ε.
     #[serde(alias = "adam_eps")]
     pub epsilon: f64,
-    /// Learner updates between weight broadcasts.
-    pub broadcast_interval: u64,
-    /// Batches produced more than this many learner versions ago are dropped.
-    pub max_policy_lag: Option<u64>,
-    /// Runners and learner take turns in a fixed order (reproducible; no threads).
-    pub lockstep: bool,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
+    /// The runner and queue keys shared with IMPALA (flat in YAML: `num_envs_per_env_runner`,
+    /// `learner_queue_size`, `learner_queue_timeout`, `broadcast_interval`, `max_policy_lag`,
+    /// `lockstep`).
+    #[serde(flatten, skip_deserializing)]
+    pub runners: RunnerKeys,
 }
 
 impl Default for AppoConfig {
@@ -104,7 +97,6 @@ impl Default for AppoConfig {
             ent_coef: Schedule::Constant(0.01),
             vf_coef: 0.5,
             num_env_runners: 16,
-            num_envs_per_env_runner: 1,
             use_kl_loss: false,
             kl_coeff: 1.0,
             kl_target: 0.01,
@@ -113,27 +105,28 @@ impl Default for AppoConfig {
             target_worker_clipping: 2.0,
             circular_buffer_num_batches: 4,
             circular_buffer_iterations_per_batch: 2,
-            learner_queue_size: 16,
-            learner_queue_timeout: 300.0,
             grad_clip: Some(40.0),
             epsilon: 1e-7,
-            broadcast_interval: 1,
-            max_policy_lag: None,
-            lockstep: false,
             policy_kwargs: PolicyKwargs::default(),
+            runners: RunnerKeys::default(),
         }
     }
 }
 
 impl AlgoConfig for AppoConfig {
+    /// The shared runner keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, r| c.runners = r)
+    }
+
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+        self.runners.validate()?;
         for (f, v) in [
             ("n_steps", self.n_steps),
             ("batch_size", self.batch_size),
             ("n_epochs", self.n_epochs),
             ("num_env_runners", self.num_env_runners),
-            ("num_envs_per_env_runner", self.num_envs_per_env_runner),
             (
                 "circular_buffer_num_batches",
                 self.circular_buffer_num_batches,
@@ -142,7 +135,6 @@ impl AlgoConfig for AppoConfig {
                 "circular_buffer_iterations_per_batch",
                 self.circular_buffer_iterations_per_batch,
             ),
-            ("learner_queue_size", self.learner_queue_size),
         ] {
             if v == 0 {
                 return err(f, "must be at least 1");
@@ -160,7 +152,7 @@ impl AlgoConfig for AppoConfig {
         if !(self.tau > 0.0 && self.tau <= 1.0) {
             return err("tau", "must be in (0, 1]");
         }
-        if self.target_network_update_freq == 0 || self.broadcast_interval == 0 {
+        if self.target_network_update_freq == 0 {
             return err(
                 "target_network_update_freq",
                 "update intervals must be at least 1",
@@ -171,9 +163,6 @@ impl AlgoConfig for AppoConfig {
         }
         if self.learning_rate.initial() <= 0.0 {
             return err("learning_rate", "must be positive");
-        }
-        if !(self.learner_queue_timeout > 0.0) {
-            return err("learner_queue_timeout", "must be positive (seconds)");
         }
         if self.grad_clip.is_some_and(|g| g <= 0.0) {
             return err("grad_clip", "must be positive (or null for no clipping)");

@@ -14,6 +14,7 @@ pub mod loss;
 
 pub use config::AppoConfig;
 
+use rl_core::Rng;
 pub use rl_core::agent::EnvMaker;
 use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
@@ -21,16 +22,15 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_module};
-use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, module_tensors, polyak, set_module_tensors};
-use rl_core::{Rng, Space};
 use rl_on_policy::actor_learner::{
-    ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerBatch, RunnerSettings, batch_vtrace,
+    ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerBatch, batch_vtrace,
 };
 use rl_on_policy::{
-    ActorCritic, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
+    ActorCritic, BuildContext, PolicyKwargs, actor_critic_grads, load_policy_and_optimizer,
+    save_policy_and_optimizer,
 };
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -247,50 +247,28 @@ impl ActorLearner for AppoLearner {
     type Config = AppoConfig;
     const NAME: &'static str = "appo";
 
+    /// The runners' GAE (`use_gae`) gives the advantages when V-trace is off.
     fn settings(cfg: &AppoConfig) -> LearnerSettings {
-        LearnerSettings {
-            num_env_runners: cfg.num_env_runners,
-            lockstep: cfg.lockstep,
-            learner_queue_size: cfg.learner_queue_size,
-            learner_queue_timeout: cfg.learner_queue_timeout,
-            max_policy_lag: cfg.max_policy_lag,
-            broadcast_interval: cfg.broadcast_interval,
-            runner: RunnerSettings {
-                n_steps: cfg.n_steps,
-                num_envs: cfg.num_envs_per_env_runner,
-                gamma: cfg.gamma,
-                gae_lambda: if cfg.use_gae { cfg.gae_lambda } else { 1.0 },
-            },
-        }
+        let lambda = if cfg.use_gae { cfg.gae_lambda } else { 1.0 };
+        let n = cfg.num_env_runners;
+        cfg.runners.settings(n, cfg.n_steps, cfg.gamma, lambda)
     }
 
-    fn make_policy(
-        cfg: &AppoConfig,
-        (obs_space, act_space): (&Space, &Space),
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, RlError> {
-        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
-            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+    fn policy_kwargs(cfg: &AppoConfig) -> &PolicyKwargs {
+        &cfg.policy_kwargs
     }
 
-    fn build(
-        cfg: AppoConfig,
-        run: &RunConfig,
-        (obs_space, act_space): (&Space, &Space),
-        device: Device,
-    ) -> Result<Self, RlError> {
-        let mut rng = Rng::for_stream(run.seed, "init");
-        let policy = Self::make_policy(&cfg, (obs_space, act_space), &mut rng, &device)?;
+    /// The target network starts as a copy of the policy.
+    fn build(cfg: AppoConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
         Ok(Self {
             opt: FlatOptimizer::new(OptimizerKind::adam(cfg.epsilon), cfg.grad_clip),
             target: policy.clone(),
             kl_coeff: cfg.kl_coeff,
             cfg,
-            device,
+            device: ctx.device.clone(),
             policy,
             circular: VecDeque::new(),
-            rng: Rng::for_stream(run.seed, "learner"),
+            rng: ctx.rng("learner"),
             updates: 0,
         })
     }

@@ -1,9 +1,10 @@
 //! IMPALA hyperparameters: the seed table plus RLlib's options (RLlib names as given, SB3-style
 //! aliases where the seed uses them).
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
+use rl_on_policy::actor_learner::RunnerKeys;
 use serde::{Deserialize, Serialize};
 
 /// The learner's optimizer.
@@ -43,13 +44,6 @@ pub struct ImpalaConfig {
     /// Env runner threads.
     #[serde(alias = "num_actors", alias = "num_workers")]
     pub num_env_runners: usize,
-    /// Envs per runner.
-    #[serde(alias = "num_envs_per_worker")]
-    pub num_envs_per_env_runner: usize,
-    /// Batches the learner queue holds before runners block.
-    pub learner_queue_size: usize,
-    /// Seconds the learner waits for a batch before failing.
-    pub learner_queue_timeout: f64,
     /// Replayed batches per new batch (`p`: ⌊p⌋ plus one more with probability p − ⌊p⌋).
     pub replay_proportion: f64,
     /// Batches kept for replay.
@@ -65,14 +59,13 @@ pub struct ImpalaConfig {
     pub momentum: f64,
     /// Optimizer ε.
     pub epsilon: f64,
-    /// Learner updates between weight broadcasts.
-    pub broadcast_interval: u64,
-    /// Batches produced more than this many learner versions ago are dropped (None: never).
-    pub max_policy_lag: Option<u64>,
-    /// Runners and learner take turns in a fixed order (reproducible; no threads).
-    pub lockstep: bool,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
+    /// The runner and queue keys shared with APPO (flat in YAML: `num_envs_per_env_runner`,
+    /// `learner_queue_size`, `learner_queue_timeout`, `broadcast_interval`, `max_policy_lag`,
+    /// `lockstep`).
+    #[serde(flatten, skip_deserializing)]
+    pub runners: RunnerKeys,
 }
 
 impl Default for ImpalaConfig {
@@ -86,9 +79,6 @@ impl Default for ImpalaConfig {
             ent_coef: Schedule::Constant(0.01),
             vf_coef: 0.5,
             num_env_runners: 32,
-            num_envs_per_env_runner: 1,
-            learner_queue_size: 16,
-            learner_queue_timeout: 300.0,
             replay_proportion: 0.0,
             replay_buffer_num_slots: 0,
             grad_clip: Some(40.0),
@@ -96,17 +86,21 @@ impl Default for ImpalaConfig {
             decay: 0.99,
             momentum: 0.0,
             epsilon: 1e-7,
-            broadcast_interval: 1,
-            max_policy_lag: None,
-            lockstep: false,
             policy_kwargs: PolicyKwargs::default(),
+            runners: RunnerKeys::default(),
         }
     }
 }
 
 impl AlgoConfig for ImpalaConfig {
+    /// The shared runner keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, r| c.runners = r)
+    }
+
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+        self.runners.validate()?;
         if self.n_steps == 0 {
             return err("n_steps", "must be at least 1");
         }
@@ -118,15 +112,6 @@ impl AlgoConfig for ImpalaConfig {
         }
         if self.num_env_runners == 0 {
             return err("num_env_runners", "must be at least 1");
-        }
-        if self.num_envs_per_env_runner == 0 {
-            return err("num_envs_per_env_runner", "must be at least 1");
-        }
-        if self.learner_queue_size == 0 {
-            return err("learner_queue_size", "must be at least 1");
-        }
-        if !(self.learner_queue_timeout > 0.0) {
-            return err("learner_queue_timeout", "must be positive (seconds)");
         }
         if self.replay_proportion < 0.0 {
             return err("replay_proportion", "must be non-negative");
@@ -145,9 +130,6 @@ impl AlgoConfig for ImpalaConfig {
         }
         if self.momentum != 0.0 {
             return err("momentum", "only 0 is supported (RMSprop without momentum)");
-        }
-        if self.broadcast_interval == 0 {
-            return err("broadcast_interval", "must be at least 1");
         }
         Ok(())
     }

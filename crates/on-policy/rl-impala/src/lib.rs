@@ -12,23 +12,21 @@ pub mod loss;
 
 pub use config::{ImpalaConfig, OptType};
 
+use rl_core::Rng;
 pub use rl_core::agent::EnvMaker;
 use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
-use rl_core::config::{ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
-use rl_core::{Rng, Space};
 pub use rl_on_policy::actor_learner::RunnerBatch;
-use rl_on_policy::actor_learner::{
-    ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerSettings,
-};
+use rl_on_policy::actor_learner::{ActorLearner, ActorLearnerAgent, LearnerSettings};
 use rl_on_policy::{
-    ActorCritic, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
+    ActorCritic, BuildContext, PolicyKwargs, actor_critic_grads, load_policy_and_optimizer,
+    save_policy_and_optimizer,
 };
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -173,46 +171,22 @@ impl ActorLearner for ImpalaLearner {
     type Config = ImpalaConfig;
     const NAME: &'static str = "impala";
 
+    /// IMPALA's runners compute no GAE (λ = 1): V-trace corrects the returns.
     fn settings(cfg: &ImpalaConfig) -> LearnerSettings {
-        LearnerSettings {
-            num_env_runners: cfg.num_env_runners,
-            lockstep: cfg.lockstep,
-            learner_queue_size: cfg.learner_queue_size,
-            learner_queue_timeout: cfg.learner_queue_timeout,
-            max_policy_lag: cfg.max_policy_lag,
-            broadcast_interval: cfg.broadcast_interval,
-            runner: RunnerSettings {
-                n_steps: cfg.n_steps,
-                num_envs: cfg.num_envs_per_env_runner,
-                gamma: cfg.gamma,
-                gae_lambda: 1.0,
-            },
-        }
+        let n = cfg.num_env_runners;
+        cfg.runners.settings(n, cfg.n_steps, cfg.gamma, 1.0)
     }
 
-    fn make_policy(
-        cfg: &ImpalaConfig,
-        (obs_space, act_space): (&Space, &Space),
-        rng: &mut Rng,
-        device: &Device,
-    ) -> Result<ActorCritic, RlError> {
-        ActorCritic::new(obs_space, act_space, &cfg.policy_kwargs, rng, device)
-            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+    fn policy_kwargs(cfg: &ImpalaConfig) -> &PolicyKwargs {
+        &cfg.policy_kwargs
     }
 
-    fn build(
-        cfg: ImpalaConfig,
-        run: &RunConfig,
-        (obs_space, act_space): (&Space, &Space),
-        device: Device,
-    ) -> Result<Self, RlError> {
-        let mut rng = Rng::for_stream(run.seed, "init");
-        let policy = Self::make_policy(&cfg, (obs_space, act_space), &mut rng, &device)?;
+    fn build(cfg: ImpalaConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
         Ok(Self::new(
             cfg,
             policy,
-            device,
-            Rng::for_stream(run.seed, "learner"),
+            ctx.device.clone(),
+            ctx.rng("learner"),
         ))
     }
 

@@ -4,7 +4,8 @@
 //! [`RunnerSet`] drives the runners on threads through a bounded [`ChannelTransport`] or in
 //! lockstep, and hands the learner its next batch.
 
-use crate::policy::ActorCritic;
+use crate::agent::BuildContext;
+use crate::policy::{ActorCritic, PolicyKwargs};
 use crate::rollout::{CollectorState, RolloutCollector};
 use rl_core::Space;
 use rl_core::actor_learner::{
@@ -343,6 +344,86 @@ pub struct LearnerSettings {
     pub runner: RunnerSettings,
 }
 
+/// The runner and queue keys IMPALA and APPO share, with the same defaults (RLlib's names;
+/// older RLlib names as aliases). Flat in their YAML tables: the configs embed it with
+/// `#[serde(flatten, skip_deserializing)]` and read it with
+/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunnerKeys {
+    /// Envs per runner.
+    #[serde(alias = "num_envs_per_worker")]
+    pub num_envs_per_env_runner: usize,
+    /// Batches the learner queue holds before runners block.
+    pub learner_queue_size: usize,
+    /// Seconds the learner waits for a batch before failing.
+    pub learner_queue_timeout: f64,
+    /// Learner updates between weight broadcasts.
+    pub broadcast_interval: u64,
+    /// Batches produced more than this many learner versions ago are dropped (None: never).
+    pub max_policy_lag: Option<u64>,
+    /// Runners and learner take turns in a fixed order (reproducible; no threads).
+    pub lockstep: bool,
+}
+
+impl Default for RunnerKeys {
+    fn default() -> Self {
+        Self {
+            num_envs_per_env_runner: 1,
+            learner_queue_size: 16,
+            learner_queue_timeout: 300.0,
+            broadcast_interval: 1,
+            max_policy_lag: None,
+            lockstep: false,
+        }
+    }
+}
+
+impl RunnerKeys {
+    /// The shell's settings for `num_env_runners` runners collecting `n_steps` per env
+    /// (discount `gamma`, behaviour GAE λ `gae_lambda`).
+    pub fn settings(
+        &self,
+        num_env_runners: usize,
+        n_steps: usize,
+        gamma: f64,
+        gae_lambda: f64,
+    ) -> LearnerSettings {
+        LearnerSettings {
+            num_env_runners,
+            lockstep: self.lockstep,
+            learner_queue_size: self.learner_queue_size,
+            learner_queue_timeout: self.learner_queue_timeout,
+            max_policy_lag: self.max_policy_lag,
+            broadcast_interval: self.broadcast_interval,
+            runner: RunnerSettings {
+                n_steps,
+                num_envs: self.num_envs_per_env_runner,
+                gamma,
+                gae_lambda,
+            },
+        }
+    }
+
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+        if self.num_envs_per_env_runner == 0 {
+            return err("num_envs_per_env_runner", "must be at least 1");
+        }
+        if self.learner_queue_size == 0 {
+            return err("learner_queue_size", "must be at least 1");
+        }
+        if !(self.learner_queue_timeout > 0.0) {
+            return err("learner_queue_timeout", "must be positive (seconds)");
+        }
+        if self.broadcast_interval == 0 {
+            return err("broadcast_interval", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
 /// What one `train` call took in: env steps, finished episodes, collection time.
 #[derive(Debug, Default)]
 pub struct Took {
@@ -396,22 +477,22 @@ pub trait ActorLearner: Learner<Batch = RunnerBatch> + Sized {
 
     /// The runners, the queue, the lag limit and the broadcasts.
     fn settings(cfg: &Self::Config) -> LearnerSettings;
+    /// The network shape of the policy (`policy_kwargs`).
+    fn policy_kwargs(cfg: &Self::Config) -> &PolicyKwargs;
     /// A fresh policy for the spaces (observations, actions) from `rng`: what the learner
     /// starts from and what a runner loads published weights into.
     fn make_policy(
         cfg: &Self::Config,
-        spaces: (&Space, &Space),
+        (obs_space, act_space): (&Space, &Space),
         rng: &mut Rng,
         device: &Device,
-    ) -> Result<ActorCritic, RlError>;
-    /// A learner with a fresh policy for the run's spaces (observations, actions) on the
-    /// autodiff `device`.
-    fn build(
-        cfg: Self::Config,
-        run: &RunConfig,
-        spaces: (&Space, &Space),
-        device: Device,
-    ) -> Result<Self, RlError>;
+    ) -> Result<ActorCritic, RlError> {
+        ActorCritic::new(obs_space, act_space, Self::policy_kwargs(cfg), rng, device)
+            .map_err(|e| RlError::Config(ConfigError::new("policy", e)))
+    }
+    /// A learner for a fresh `policy` (made by [`make_policy`](Self::make_policy) from the
+    /// run seed's `init` stream).
+    fn build(cfg: Self::Config, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError>;
     /// The hyperparameters.
     fn config(&self) -> &Self::Config;
     /// The policy the runners act with.
@@ -462,12 +543,16 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             probe.action_space().clone(),
         );
         let env_stats = probe.save_stats();
-        let learner = L::build(
-            cfg,
+        let device = device.clone().autodiff();
+        let spaces = (&obs_space, &act_space);
+        let mut rng = Rng::for_stream(run.seed, "init");
+        let policy = L::make_policy(&cfg, spaces, &mut rng, &device)?;
+        let ctx = BuildContext {
+            device,
             run,
-            (&obs_space, &act_space),
-            device.clone().autodiff(),
-        )?;
+            spaces,
+        };
+        let learner = L::build(cfg, policy, &ctx)?;
         let initial = Versioned {
             version: 0,
             weights: learner.weights(),
