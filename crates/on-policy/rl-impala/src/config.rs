@@ -134,3 +134,30 @@ impl AlgoConfig for ImpalaConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<ImpalaConfig, ConfigError> {
+        ImpalaConfig::from_kwargs(v.as_object().expect("a table"))
+    }
+
+    #[test]
+    fn shared_runner_keys_and_own_keys_in_one_flat_table() {
+        let c = parse(
+            json!({"num_workers": 4, "num_envs_per_worker": 3, "lockstep": true,
+            "n_steps": 10}),
+        )
+        .unwrap();
+        assert_eq!((c.num_env_runners, c.n_steps), (4, 10));
+        assert_eq!(c.runners.num_envs_per_env_runner, 3);
+        assert!(c.runners.lockstep);
+        let saved = serde_json::to_value(&c).unwrap();
+        assert_eq!(saved["num_envs_per_env_runner"], json!(3));
+        assert_eq!(parse(saved).unwrap(), c);
+        let e = parse(json!({"learner_queue_timeout": "soon"})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.learner_queue_timeout", "{e}");
+    }
+}

@@ -828,3 +828,25 @@ pub fn batch_vtrace(
         rho_bar,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_keys_are_the_documented_list() {
+        // The one list of the keys IMPALA and APPO share, with their aliases, as serde reads them.
+        assert_eq!(
+            rl_core::config::accepted_keys::<RunnerKeys>(),
+            [
+                "num_envs_per_env_runner",
+                "num_envs_per_worker",
+                "learner_queue_size",
+                "learner_queue_timeout",
+                "broadcast_interval",
+                "max_policy_lag",
+                "lockstep",
+            ]
+        );
+    }
+}
