@@ -313,6 +313,10 @@ pub trait Algorithm {
     fn set_total_timesteps(&mut self, total: u64) {
         self.status_mut().total_timesteps = total;
     }
+    /// Where training stands, as a learner's update receives it.
+    fn progress(&self) -> Progress {
+        self.status().progress()
+    }
     /// One iteration (collect + update); returns its metrics.
     fn train(&mut self) -> Result<Metrics, RlError>;
     /// Actions (raw encoding) for one observation (raw encoding).

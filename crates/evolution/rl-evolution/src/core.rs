@@ -7,7 +7,7 @@ use crate::noise::NoiseTable;
 use crate::policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};
 use crate::pool::{Episode, WorkerPool};
 use rl_core::agent::{EnvMaker, checked_flat_obs, run_yaml};
-use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus};
+use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, RunConfig};
@@ -404,11 +404,6 @@ impl<L: Strategy> EvolutionAgent<L> {
     /// The current flat parameters.
     pub fn params(&self) -> &[f32] {
         self.learner.params()
-    }
-
-    /// Where training stands.
-    pub fn progress(&self) -> Progress {
-        self.core.status.progress()
     }
 }
 

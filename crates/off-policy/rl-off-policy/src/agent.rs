@@ -221,11 +221,6 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
         &self.core.run
     }
 
-    /// Where training stands.
-    pub fn progress(&self) -> Progress {
-        self.core.status.progress()
-    }
-
     /// The learner's gradient steps on batches sampled from the replay, as many as are due
     /// after `collected` env steps; their metrics averaged.
     fn sampled_updates(&mut self, collected: u64, progress: &Progress) -> Result<Metrics, RlError> {

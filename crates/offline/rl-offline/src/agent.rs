@@ -115,11 +115,6 @@ impl<L: OfflineLearner> OfflineAgent<L> {
     pub fn learner(&self) -> &L {
         &self.learner
     }
-
-    /// Where training stands (timesteps are dataset rows trained on).
-    pub fn progress(&self) -> Progress {
-        self.core.status.progress()
-    }
 }
 
 impl<L: OfflineLearner> Algorithm for OfflineAgent<L> {

@@ -618,11 +618,6 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
         self.version
     }
 
-    /// Where training stands.
-    pub fn progress(&self) -> Progress {
-        self.status.progress()
-    }
-
     /// The next batch for the learner (runner `i`'s in lockstep), counted in `took`; None when
     /// it is dropped for its lag.
     fn next_admitted(&mut self, i: usize, took: &mut Took) -> Result<Option<RunnerBatch>, RlError> {
