@@ -7,42 +7,142 @@ use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// Forwards the listed [`Env`] methods to `self.inner`.
-macro_rules! delegate {
-    (@one id) => { fn id(&self) -> &str { self.inner.id() } };
-    (@one observation_space) => { fn observation_space(&self) -> &Space { self.inner.observation_space() } };
-    (@one action_space) => { fn action_space(&self) -> &Space { self.inner.action_space() } };
-    (@one state) => { fn state(&self) -> Option<Vec<f64>> { self.inner.state() } };
-    (@one set_state) => { fn set_state(&mut self, s: &[f64]) -> Result<(), EnvError> { self.inner.set_state(s) } };
-    (@one render) => { fn render(&self) -> Option<String> { self.inner.render() } };
-    (@one stats) => {
-        fn save_stats(&self) -> Vec<serde_json::Value> { self.inner.save_stats() }
-        fn load_stats(&mut self, s: &[serde_json::Value]) -> Result<(), EnvError> { self.inner.load_stats(s) }
-        fn set_training(&mut self, t: bool) { self.inner.set_training(t) }
-    };
-    (@one snap) => {
-        fn snapshot(&self) -> Result<serde_json::Value, EnvError> { self.inner.snapshot() }
-        fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> { self.inner.restore(s) }
-    };
-    // `set_training`, `snapshot`, `restore` of a normalizer with `training` and its statistics.
-    (@one normalizer) => {
-        fn set_training(&mut self, training: bool) {
-            self.training = training;
-            self.inner.set_training(training);
-        }
-        fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-            Ok(json!({"stats": self.save_stats(), "training": self.training, "inner": self.inner.snapshot()?}))
-        }
-        fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-            let stats: Vec<serde_json::Value> = snap_field(self.inner.id(), s, "stats")?;
-            self.load_stats(&stats)?;
-            self.training = snap_field(self.inner.id(), s, "training")?;
-            self.inner.restore(&s["inner"])
-        }
-    };
-    // Everything but reset/step: for wrappers that change neither spaces nor statistics.
-    (@one basics) => { delegate!(id, observation_space, action_space, state, set_state, render, stats); };
-    ($($m:ident),*) => { $(delegate!(@one $m);)* };
+/// A wrapper around one env, as Gymnasium's `gymnasium.Wrapper`: every [`Env`] method
+/// forwards to [`inner`](Wrapper::inner) unless the wrapper overrides it, and every
+/// `Wrapper` is an [`Env`]. A wrapper with state of its own (counters, statistics) overrides
+/// `snapshot`/`restore` so that resume keeps it.
+///
+/// The `Env` methods take `this` instead of a `self` receiver, so a method call such as
+/// `env.step(..)` on a wrapper always means [`Env::step`] and never needs disambiguation.
+pub trait Wrapper: Send {
+    /// The wrapped env.
+    type Inner: Env;
+    /// The wrapped env.
+    fn inner(&self) -> &Self::Inner;
+    /// The wrapped env, mutably.
+    fn inner_mut(&mut self) -> &mut Self::Inner;
+    /// [`Env::id`].
+    fn id(this: &Self) -> &str {
+        this.inner().id()
+    }
+    /// [`Env::observation_space`].
+    fn observation_space(this: &Self) -> &Space {
+        this.inner().observation_space()
+    }
+    /// [`Env::action_space`].
+    fn action_space(this: &Self) -> &Space {
+        this.inner().action_space()
+    }
+    /// [`Env::reset`].
+    fn reset(
+        this: &mut Self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        this.inner_mut().reset(seed, options, obs)
+    }
+    /// [`Env::step`].
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        this.inner_mut().step(action, obs)
+    }
+    /// [`Env::state`].
+    fn state(this: &Self) -> Option<Vec<f64>> {
+        this.inner().state()
+    }
+    /// [`Env::set_state`].
+    fn set_state(this: &mut Self, state: &[f64]) -> Result<(), EnvError> {
+        this.inner_mut().set_state(state)
+    }
+    /// [`Env::render`].
+    fn render(this: &Self) -> Option<String> {
+        this.inner().render()
+    }
+    /// [`Env::save_stats`].
+    fn save_stats(this: &Self) -> Vec<serde_json::Value> {
+        this.inner().save_stats()
+    }
+    /// [`Env::load_stats`].
+    fn load_stats(this: &mut Self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
+        this.inner_mut().load_stats(stats)
+    }
+    /// [`Env::set_training`].
+    fn set_training(this: &mut Self, training: bool) {
+        this.inner_mut().set_training(training)
+    }
+    /// [`Env::snapshot`].
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        this.inner().snapshot()
+    }
+    /// [`Env::restore`].
+    fn restore(this: &mut Self, snapshot: &serde_json::Value) -> Result<(), EnvError> {
+        this.inner_mut().restore(snapshot)
+    }
+}
+
+impl<W: Wrapper> Env for W {
+    fn id(&self) -> &str {
+        Wrapper::id(self)
+    }
+    fn observation_space(&self) -> &Space {
+        Wrapper::observation_space(self)
+    }
+    fn action_space(&self) -> &Space {
+        Wrapper::action_space(self)
+    }
+    fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Kwargs>,
+        obs: &mut [f32],
+    ) -> Result<Info, EnvError> {
+        Wrapper::reset(self, seed, options, obs)
+    }
+    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        Wrapper::step(self, action, obs)
+    }
+    fn state(&self) -> Option<Vec<f64>> {
+        Wrapper::state(self)
+    }
+    fn set_state(&mut self, state: &[f64]) -> Result<(), EnvError> {
+        Wrapper::set_state(self, state)
+    }
+    fn render(&self) -> Option<String> {
+        Wrapper::render(self)
+    }
+    fn save_stats(&self) -> Vec<serde_json::Value> {
+        Wrapper::save_stats(self)
+    }
+    fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
+        Wrapper::load_stats(self, stats)
+    }
+    fn set_training(&mut self, training: bool) {
+        Wrapper::set_training(self, training)
+    }
+    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
+        Wrapper::snapshot(self)
+    }
+    fn restore(&mut self, snapshot: &serde_json::Value) -> Result<(), EnvError> {
+        Wrapper::restore(self, snapshot)
+    }
+}
+
+/// The running statistics of a normalizing wrapper and whether they update: the part of
+/// [`NormalizeObservation`] and [`NormalizeReward`] that `set_training`, `snapshot` and
+/// `restore` handle alike.
+fn normalizer_snapshot<W: Wrapper>(w: &W, training: bool) -> Result<serde_json::Value, EnvError> {
+    Ok(
+        json!({"stats": Wrapper::save_stats(w), "training": training, "inner": w.inner().snapshot()?}),
+    )
+}
+
+/// Restores [`normalizer_snapshot`]; returns the `training` flag.
+fn normalizer_restore<W: Wrapper>(w: &mut W, s: &serde_json::Value) -> Result<bool, EnvError> {
+    let stats: Vec<serde_json::Value> = snap_field(w.inner().id(), s, "stats")?;
+    Wrapper::load_stats(w, &stats)?;
+    let training = snap_field(w.inner().id(), s, "training")?;
+    w.inner_mut().restore(&s["inner"])?;
+    Ok(training)
 }
 
 /// Truncates episodes after `max_episode_steps` steps.
@@ -63,28 +163,34 @@ impl<E: Env> TimeLimit<E> {
     }
 }
 
-impl<E: Env> Env for TimeLimit<E> {
-    delegate!(basics);
-    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(json!({"elapsed": self.elapsed, "inner": self.inner.snapshot()?}))
+impl<E: Env> Wrapper for TimeLimit<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
     }
-    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-        self.elapsed = snap_field(self.inner.id(), s, "elapsed")?;
-        self.inner.restore(&s["inner"])
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"elapsed": this.elapsed, "inner": this.inner.snapshot()?}))
+    }
+    fn restore(this: &mut Self, s: &serde_json::Value) -> Result<(), EnvError> {
+        this.elapsed = snap_field(this.inner.id(), s, "elapsed")?;
+        this.inner.restore(&s["inner"])
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.elapsed = 0;
-        self.inner.reset(seed, options, obs)
+        this.elapsed = 0;
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let mut s = self.inner.step(action, obs)?;
-        self.elapsed += 1;
-        if self.elapsed >= self.max_episode_steps {
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let mut s = this.inner.step(action, obs)?;
+        this.elapsed += 1;
+        if this.elapsed >= this.max_episode_steps {
             s.truncated = true;
         }
         Ok(s)
@@ -111,35 +217,41 @@ impl<E: Env> RecordEpisodeStatistics<E> {
     }
 }
 
-impl<E: Env> Env for RecordEpisodeStatistics<E> {
-    delegate!(basics);
-    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(json!({"ret": self.ret, "len": self.len, "inner": self.inner.snapshot()?}))
+impl<E: Env> Wrapper for RecordEpisodeStatistics<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
     }
-    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-        self.ret = snap_field(self.inner.id(), s, "ret")?;
-        self.len = snap_field(self.inner.id(), s, "len")?;
-        self.inner.restore(&s["inner"])
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"ret": this.ret, "len": this.len, "inner": this.inner.snapshot()?}))
+    }
+    fn restore(this: &mut Self, s: &serde_json::Value) -> Result<(), EnvError> {
+        this.ret = snap_field(this.inner.id(), s, "ret")?;
+        this.len = snap_field(this.inner.id(), s, "len")?;
+        this.inner.restore(&s["inner"])
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.ret = 0.0;
-        self.len = 0;
-        self.inner.reset(seed, options, obs)
+        this.ret = 0.0;
+        this.len = 0;
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let mut s = self.inner.step(action, obs)?;
-        self.ret += s.reward;
-        self.len += 1;
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let mut s = this.inner.step(action, obs)?;
+        this.ret += s.reward;
+        this.len += 1;
         if s.terminated || s.truncated {
-            s.info.insert(EPISODE_RETURN.into(), self.ret);
-            s.info.insert(EPISODE_LENGTH.into(), self.len as f64);
-            self.ret = 0.0;
-            self.len = 0;
+            s.info.insert(EPISODE_RETURN.into(), this.ret);
+            s.info.insert(EPISODE_LENGTH.into(), this.len as f64);
+            this.ret = 0.0;
+            this.len = 0;
         }
         Ok(s)
     }
@@ -168,28 +280,34 @@ impl<E: Env> ClipAction<E> {
     }
 }
 
-impl<E: Env> Env for ClipAction<E> {
-    delegate!(basics, snap);
+impl<E: Env> Wrapper for ClipAction<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.inner.reset(seed, options, obs)
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let (low, high) = self.inner.action_space().bounds().expect("checked in new");
-        self.buf.clear();
-        self.buf.extend(
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let (low, high) = this.inner.action_space().bounds().expect("checked in new");
+        this.buf.clear();
+        this.buf.extend(
             action
                 .iter()
                 .zip(low.iter().zip(high))
                 .map(|(&a, (&l, &h))| a.clamp(l, h)),
         );
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.inner.step(&buf, obs);
-        self.buf = buf;
+        let buf = std::mem::take(&mut this.buf);
+        let r = this.inner.step(&buf, obs);
+        this.buf = buf;
         r
     }
 }
@@ -223,32 +341,38 @@ impl<E: Env> RescaleAction<E> {
     }
 }
 
-impl<E: Env> Env for RescaleAction<E> {
-    delegate!(id, observation_space, state, set_state, render, stats, snap);
-    fn action_space(&self) -> &Space {
-        &self.space
+impl<E: Env> Wrapper for RescaleAction<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn action_space(this: &Self) -> &Space {
+        &this.space
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.inner.reset(seed, options, obs)
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        check_action(self.inner.id(), &self.space, action)?;
-        let (lo, hi) = self.space.bounds().expect("box");
-        let (l, h) = self.inner.action_space().bounds().expect("box");
-        self.buf.clear();
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        check_action(this.inner.id(), &this.space, action)?;
+        let (lo, hi) = this.space.bounds().expect("box");
+        let (l, h) = this.inner.action_space().bounds().expect("box");
+        this.buf.clear();
         for i in 0..action.len() {
             let t = (action[i] as f64 - lo[i] as f64) / (hi[i] as f64 - lo[i] as f64);
-            self.buf
+            this.buf
                 .push((l[i] as f64 + t * (h[i] as f64 - l[i] as f64)) as f32);
         }
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.inner.step(&buf, obs);
-        self.buf = buf;
+        let buf = std::mem::take(&mut this.buf);
+        let r = this.inner.step(&buf, obs);
+        this.buf = buf;
         r
     }
 }
@@ -269,19 +393,25 @@ impl<E: Env> TransformReward<E> {
     }
 }
 
-impl<E: Env> Env for TransformReward<E> {
-    delegate!(basics, snap);
+impl<E: Env> Wrapper for TransformReward<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.inner.reset(seed, options, obs)
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let mut s = self.inner.step(action, obs)?;
-        s.reward = (self.f)(s.reward);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let mut s = this.inner.step(action, obs)?;
+        s.reward = (this.f)(s.reward);
         Ok(s)
     }
 }
@@ -341,28 +471,34 @@ fn concat_bounds<'a>(it: impl Iterator<Item = &'a Space>) -> (Vec<f32>, Vec<f32>
     (l, h)
 }
 
-impl<E: Env> Env for FlattenObservation<E> {
-    delegate!(id, action_space, state, set_state, render, stats, snap);
-    fn observation_space(&self) -> &Space {
-        &self.space
+impl<E: Env> Wrapper for FlattenObservation<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn observation_space(this: &Self) -> &Space {
+        &this.space
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        let mut raw = std::mem::take(&mut self.raw);
-        let r = self.inner.reset(seed, options, &mut raw);
-        self.raw = raw;
-        self.write(obs);
+        let mut raw = std::mem::take(&mut this.raw);
+        let r = this.inner.reset(seed, options, &mut raw);
+        this.raw = raw;
+        this.write(obs);
         r
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let mut raw = std::mem::take(&mut self.raw);
-        let r = self.inner.step(action, &mut raw);
-        self.raw = raw;
-        self.write(obs);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let mut raw = std::mem::take(&mut this.raw);
+        let r = this.inner.step(action, &mut raw);
+        this.raw = raw;
+        this.write(obs);
         r
     }
 }
@@ -386,32 +522,30 @@ impl<E: Env> MaskObservation<E> {
     }
 }
 
-impl<E: Env> Env for MaskObservation<E> {
-    delegate!(
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render,
-        stats,
-        snap
-    );
-    fn id(&self) -> &str {
-        &self.id
+impl<E: Env> Wrapper for MaskObservation<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn id(this: &Self) -> &str {
+        &this.id
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        let r = self.inner.reset(seed, options, obs)?;
-        self.indices.iter().for_each(|&i| obs[i] = 0.0);
+        let r = this.inner.reset(seed, options, obs)?;
+        this.indices.iter().for_each(|&i| obs[i] = 0.0);
         Ok(r)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let r = self.inner.step(action, obs)?;
-        self.indices.iter().for_each(|&i| obs[i] = 0.0);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let r = this.inner.step(action, obs)?;
+        this.indices.iter().for_each(|&i| obs[i] = 0.0);
         Ok(r)
     }
 }
@@ -455,48 +589,54 @@ impl<E: Env> FrameStack<E> {
     }
 }
 
-impl<E: Env> Env for FrameStack<E> {
-    delegate!(id, action_space, state, set_state, render, stats);
-    fn snapshot(&self) -> Result<serde_json::Value, EnvError> {
-        Ok(json!({"frames": self.frames, "inner": self.inner.snapshot()?}))
+impl<E: Env> Wrapper for FrameStack<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
     }
-    fn restore(&mut self, s: &serde_json::Value) -> Result<(), EnvError> {
-        let f: Vec<f32> = snap_field(self.inner.id(), s, "frames")?;
-        if f.len() != self.frames.len() {
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        Ok(json!({"frames": this.frames, "inner": this.inner.snapshot()?}))
+    }
+    fn restore(this: &mut Self, s: &serde_json::Value) -> Result<(), EnvError> {
+        let f: Vec<f32> = snap_field(this.inner.id(), s, "frames")?;
+        if f.len() != this.frames.len() {
             return Err(EnvError::InvalidState {
-                env: self.inner.id().into(),
+                env: this.inner.id().into(),
                 reason: format!(
                     "FrameStack snapshot has {} values, expected {}",
                     f.len(),
-                    self.frames.len()
+                    this.frames.len()
                 ),
             });
         }
-        self.frames = f;
-        self.inner.restore(&s["inner"])
+        this.frames = f;
+        this.inner.restore(&s["inner"])
     }
-    fn observation_space(&self) -> &Space {
-        &self.space
+    fn observation_space(this: &Self) -> &Space {
+        &this.space
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        let d = self.frames.len() / self.k;
-        self.frames.fill(0.0);
-        let off = (self.k - 1) * d;
-        let r = self.inner.reset(seed, options, &mut self.frames[off..])?;
-        obs.copy_from_slice(&self.frames);
+        let d = this.frames.len() / this.k;
+        this.frames.fill(0.0);
+        let off = (this.k - 1) * d;
+        let r = this.inner.reset(seed, options, &mut this.frames[off..])?;
+        obs.copy_from_slice(&this.frames);
         Ok(r)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let d = self.frames.len() / self.k;
-        self.frames.copy_within(d.., 0);
-        let off = (self.k - 1) * d;
-        let r = self.inner.step(action, &mut self.frames[off..])?;
-        obs.copy_from_slice(&self.frames);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let d = this.frames.len() / this.k;
+        this.frames.copy_within(d.., 0);
+        let off = (this.k - 1) * d;
+        let r = this.inner.step(action, &mut this.frames[off..])?;
+        obs.copy_from_slice(&this.frames);
         Ok(r)
     }
 }
@@ -623,34 +763,40 @@ impl<E: Env> NormalizeObservation<E> {
     }
 }
 
-impl<E: Env> Env for NormalizeObservation<E> {
-    delegate!(id, action_space, state, set_state, render);
-    fn observation_space(&self) -> &Space {
-        &self.space
+impl<E: Env> Wrapper for NormalizeObservation<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    fn observation_space(this: &Self) -> &Space {
+        &this.space
     }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        let r = self.inner.reset(seed, options, obs)?;
-        self.normalize(obs);
+        let r = this.inner.reset(seed, options, obs)?;
+        this.normalize(obs);
         Ok(r)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let r = self.inner.step(action, obs)?;
-        self.normalize(obs);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let r = this.inner.step(action, obs)?;
+        this.normalize(obs);
         Ok(r)
     }
-    fn save_stats(&self) -> Vec<serde_json::Value> {
-        let mut v = vec![serde_json::json!({"NormalizeObservation": self.rms})];
-        v.extend(self.inner.save_stats());
+    fn save_stats(this: &Self) -> Vec<serde_json::Value> {
+        let mut v = vec![serde_json::json!({"NormalizeObservation": this.rms})];
+        v.extend(this.inner.save_stats());
         v
     }
-    fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
+    fn load_stats(this: &mut Self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
         let bad = |reason: String| EnvError::InvalidState {
-            env: self.inner.id().to_string(),
+            env: this.inner.id().to_string(),
             reason,
         };
         let first = stats
@@ -664,17 +810,27 @@ impl<E: Env> Env for NormalizeObservation<E> {
                 .unwrap_or_default(),
         )
         .map_err(|e| bad(format!("NormalizeObservation statistics: {e}")))?;
-        if rms.mean.len() != self.rms.mean.len() || rms.var.len() != self.rms.var.len() {
+        if rms.mean.len() != this.rms.mean.len() || rms.var.len() != this.rms.var.len() {
             return Err(bad(format!(
                 "NormalizeObservation statistics have {} elements, expected {}",
                 rms.mean.len(),
-                self.rms.mean.len()
+                this.rms.mean.len()
             )));
         }
-        self.rms = rms;
-        self.inner.load_stats(stats)
+        this.rms = rms;
+        this.inner.load_stats(stats)
     }
-    delegate!(normalizer);
+    fn set_training(this: &mut Self, training: bool) {
+        this.training = training;
+        this.inner.set_training(training);
+    }
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        normalizer_snapshot(this, this.training)
+    }
+    fn restore(this: &mut Self, s: &serde_json::Value) -> Result<(), EnvError> {
+        this.training = normalizer_restore(this, s)?;
+        Ok(())
+    }
 }
 
 /// Scales rewards by the running standard deviation of the discounted return (Gymnasium's
@@ -700,56 +856,65 @@ impl<E: Env> NormalizeReward<E> {
     }
 }
 
-impl<E: Env> Env for NormalizeReward<E> {
-    delegate!(
-        id,
-        observation_space,
-        action_space,
-        state,
-        set_state,
-        render
-    );
+impl<E: Env> Wrapper for NormalizeReward<E> {
+    type Inner = E;
+    fn inner(&self) -> &E {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
     fn reset(
-        &mut self,
+        this: &mut Self,
         seed: Option<u64>,
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
-        self.inner.reset(seed, options, obs)
+        this.inner.reset(seed, options, obs)
     }
-    fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let mut s = self.inner.step(action, obs)?;
-        self.discounted =
-            self.discounted * self.gamma * (1.0 - s.terminated as u8 as f64) + s.reward;
-        if self.training {
-            self.rms.update(&[self.discounted]);
+    fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
+        let mut s = this.inner.step(action, obs)?;
+        this.discounted =
+            this.discounted * this.gamma * (1.0 - s.terminated as u8 as f64) + s.reward;
+        if this.training {
+            this.rms.update(&[this.discounted]);
         }
-        s.reward /= (self.rms.var[0] + 1e-8).sqrt();
+        s.reward /= (this.rms.var[0] + 1e-8).sqrt();
         Ok(s)
     }
-    fn save_stats(&self) -> Vec<serde_json::Value> {
+    fn save_stats(this: &Self) -> Vec<serde_json::Value> {
         let mut v =
-            vec![serde_json::json!({"NormalizeReward": self.rms, "discounted": self.discounted})];
-        v.extend(self.inner.save_stats());
+            vec![serde_json::json!({"NormalizeReward": this.rms, "discounted": this.discounted})];
+        v.extend(this.inner.save_stats());
         v
     }
-    fn load_stats(&mut self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
+    fn load_stats(this: &mut Self, stats: &[serde_json::Value]) -> Result<(), EnvError> {
         let bad = |reason: String| EnvError::InvalidState {
-            env: self.inner.id().to_string(),
+            env: this.inner.id().to_string(),
             reason,
         };
         let first = stats
             .iter()
             .find(|v| v.get("NormalizeReward").is_some())
             .ok_or_else(|| bad("missing NormalizeReward statistics".into()))?;
-        self.rms =
+        this.rms =
             serde_json::from_value(first.get("NormalizeReward").cloned().unwrap_or_default())
                 .map_err(|e| bad(format!("NormalizeReward statistics: {e}")))?;
-        self.discounted = first
+        this.discounted = first
             .get("discounted")
             .and_then(|v| v.as_f64())
             .unwrap_or(0.0);
-        self.inner.load_stats(stats)
+        this.inner.load_stats(stats)
     }
-    delegate!(normalizer);
+    fn set_training(this: &mut Self, training: bool) {
+        this.training = training;
+        this.inner.set_training(training);
+    }
+    fn snapshot(this: &Self) -> Result<serde_json::Value, EnvError> {
+        normalizer_snapshot(this, this.training)
+    }
+    fn restore(this: &mut Self, s: &serde_json::Value) -> Result<(), EnvError> {
+        this.training = normalizer_restore(this, s)?;
+        Ok(())
+    }
 }

@@ -5,21 +5,7 @@ use crate::config::TdLoss;
 use rl_core::burn::tensor::Tensor;
 use rl_core::losses::smooth_l1;
 
-/// Bootstrapped targets `r + discount · (1 − terminated) · q_next` (host arrays).
-pub fn td_targets(
-    rewards: &[f32],
-    discounts: &[f32],
-    terminated: &[f32],
-    q_next: &[f32],
-) -> Vec<f32> {
-    rewards
-        .iter()
-        .zip(discounts)
-        .zip(terminated)
-        .zip(q_next)
-        .map(|(((&r, &d), &t), &q)| r + d * (1.0 - t) * q)
-        .collect()
-}
+pub use rl_core::losses::td_targets;
 
 /// Index of the largest value in each row of `[rows × n]` (the first on ties, as argmax).
 pub fn argmax_rows(values: &[f32], n: usize) -> Vec<usize> {

@@ -3,21 +3,8 @@
 
 use rl_core::burn::tensor::Tensor;
 
-/// Soft TD targets `r + discount · (1 − terminated) · v_next` (host arrays).
-pub fn soft_targets(
-    rewards: &[f32],
-    discounts: &[f32],
-    terminated: &[f32],
-    v_next: &[f32],
-) -> Vec<f32> {
-    rewards
-        .iter()
-        .zip(discounts)
-        .zip(terminated)
-        .zip(v_next)
-        .map(|(((&r, &d), &t), &v)| r + d * (1.0 - t) * v)
-        .collect()
-}
+/// Soft TD targets: rl-core's bootstrapped targets with `v_next` = min Q − α log π.
+pub use rl_core::losses::td_targets as soft_targets;
 
 /// Critic loss `½ Σ_i mean(w · (Q_i − y)²)` over the critics' `[B]` predictions.
 pub fn critic_loss(qs: Vec<Tensor<1>>, target: Tensor<1>, weights: Tensor<1>) -> Tensor<1> {
@@ -123,10 +110,6 @@ mod tests {
         let v = discrete_soft_value(&[0.25f32.ln(), 0.75f32.ln()], &[1.0, 2.0], 2, 0.5);
         let want_v = 0.25 * (1.0 - 0.5 * 0.25f64.ln()) + 0.75 * (2.0 - 0.5 * 0.75f64.ln());
         assert!((v[0] as f64 - want_v).abs() < 1e-6);
-        assert_eq!(
-            soft_targets(&[1.0, 1.0], &[0.5, 0.5], &[0.0, 1.0], &[4.0, 4.0]),
-            vec![3.0, 1.0]
-        );
         // log π = −1 everywhere, H̄ = −2: grad = −(−1 − 2) = 3, so α shrinks.
         assert_eq!(alpha_loss_grad(&[-1.0, -1.0], -2.0), 3.0);
     }
