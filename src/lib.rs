@@ -11,6 +11,7 @@ pub use rl_awr as awr;
 pub use rl_bc as bc;
 pub use rl_core as core;
 pub use rl_cql as cql;
+pub use rl_curiosity as curiosity;
 pub use rl_dqn as dqn;
 pub use rl_envs as envs;
 pub use rl_es as es;

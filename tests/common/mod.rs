@@ -68,11 +68,17 @@ pub fn tiny(name: &str, total_timesteps: u64) -> String {
     )
 }
 
-/// A small CartPole dataset for the offline algorithms (random actions).
+/// A small CartPole dataset for the offline algorithms (random actions), written once per
+/// process (tests that run in parallel share it).
 pub fn dataset() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(write_dataset).clone()
+}
+
+fn write_dataset() -> PathBuf {
     use rl::core::Env;
     let p = std::env::temp_dir().join(format!("rl-facade-{}-data.parquet", std::process::id()));
-    if !p.exists() {
+    {
         let mut env = rl::envs::make("CartPole-v1", &Default::default()).unwrap();
         let spec =
             rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());

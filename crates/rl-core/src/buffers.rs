@@ -190,6 +190,15 @@ impl RolloutBuffer {
         self.next_obs[p * w..(p + 1) * w].copy_from_slice(next_obs);
     }
 
+    /// Stores the values and done flags after the last step, from which
+    /// [`recompute_returns_and_advantage`](Self::recompute_returns_and_advantage) bootstraps.
+    pub fn set_last_values(&mut self, last_values: &[f32], last_dones: &[f32]) {
+        self.last_values.clear();
+        self.last_values.extend_from_slice(last_values);
+        self.last_dones.clear();
+        self.last_dones.extend_from_slice(last_dones);
+    }
+
     /// Computes advantages and returns (see [`compute_gae`]).
     pub fn compute_returns_and_advantage(
         &mut self,
@@ -198,16 +207,14 @@ impl RolloutBuffer {
         gamma: f32,
         gae_lambda: f32,
     ) {
-        self.last_values.clear();
-        self.last_values.extend_from_slice(last_values);
-        self.last_dones.clear();
-        self.last_dones.extend_from_slice(last_dones);
+        self.set_last_values(last_values, last_dones);
         self.recompute_returns_and_advantage(gamma, gae_lambda);
     }
 
     /// Recomputes advantages and returns from the last values and dones stored by
-    /// [`compute_returns_and_advantage`](Self::compute_returns_and_advantage), after the
-    /// rewards changed (GAIL relabels them).
+    /// [`compute_returns_and_advantage`](Self::compute_returns_and_advantage) or
+    /// [`set_last_values`](Self::set_last_values), after the rewards changed (GAIL relabels
+    /// them, a curiosity plugin adds its bonus).
     pub fn recompute_returns_and_advantage(&mut self, gamma: f32, gae_lambda: f32) {
         compute_gae(
             &self.rewards,

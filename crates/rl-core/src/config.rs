@@ -176,6 +176,10 @@ pub struct RunConfig {
     /// The dataset of an offline algorithm (BC, MARWIL, CQL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline_data: Option<OfflineDataConfig>,
+    /// A curiosity plugin for an online algorithm (`{type: icm, ...}`: rl-curiosity's keys,
+    /// parsed strictly when the algorithm is built).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curiosity: Option<serde_json::Value>,
     /// Hyperparameters of the algorithm (its own names; RLlib aliases accepted).
     #[serde(default)]
     pub algo_kwargs: serde_json::Map<String, serde_json::Value>,
@@ -195,6 +199,20 @@ fn is_auto(k: &crate::kernels::KernelLevel) -> bool {
 }
 
 impl RunConfig {
+    /// An error naming `curiosity` when the run asks for a plugin that `family` cannot use
+    /// (offline algorithms take no env steps to reward; evolution strategies see returns only).
+    pub fn refuse_curiosity(&self, family: &str) -> Result<(), ConfigError> {
+        match self.curiosity {
+            Some(_) => Err(ConfigError::new(
+                "curiosity",
+                format!(
+                    "{family} algorithms take no curiosity plugin (it rewards online transitions)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Parses YAML text, applying `overrides` (`key=value`, dotted keys such as
     /// `algo_kwargs.n_steps=64`) first.
     pub fn from_yaml(text: &str, overrides: &[String], source: &str) -> Result<Self, ConfigError> {

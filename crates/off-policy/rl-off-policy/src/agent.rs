@@ -12,6 +12,7 @@ use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
 use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{RlError, Rng, Space};
+use rl_curiosity::{Curiosity, load_plugin, save_plugin};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -163,6 +164,9 @@ pub struct OffPolicyAgent<L: OffPolicyLearner> {
     learner: L,
     /// The acting side, kept while the weights do not change.
     actor: Option<L::Actor>,
+    /// The curiosity plugin, if the run asks for one: it adds its bonus to each replayed
+    /// batch.
+    curiosity: Option<Curiosity>,
 }
 
 impl<L: OffPolicyLearner> OffPolicyAgent<L> {
@@ -176,12 +180,15 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
                 .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))
         })?;
         let spaces = (&core.status.obs_space, &core.status.act_space);
-        let learner = L::build(cfg, run, spaces, device.clone().autodiff())?;
+        let device = device.clone().autodiff();
+        let curiosity = Curiosity::from_run(run, spaces.0, spaces.1, &device)?;
+        let learner = L::build(cfg, run, spaces, device)?;
         Ok(Self {
             core,
             settings,
             learner,
             actor: None,
+            curiosity,
         })
     }
 
@@ -191,6 +198,7 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
         let mut agent = Self::new(&run, make_env, device)?;
         let state: SavedState = read_json(&ck, "state.json")?;
         agent.learner.load_state(&ck, &state.learner)?;
+        load_plugin(&mut agent.curiosity, &ck, &state.learner)?;
         let store = agent.settings.store_buffer;
         agent.core.restore(state.core, &ck, store)?;
         Ok(agent)
@@ -232,11 +240,18 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
             .replay
             .beta_at(progress.num_timesteps, progress.total_timesteps);
         let (batch_size, gamma) = (s.frequency.batch_size, s.gamma as f32);
-        let l = &mut self.learner;
+        let (l, curiosity) = (&mut self.learner, &mut self.curiosity);
         let mut m = self
             .core
             .replay_steps(steps, batch_size, gamma, beta, |b| {
-                let m = l.update(b, progress)?;
+                // The bonus of the current module, on this batch only: the replay keeps
+                // the env's rewards.
+                let plugin = match curiosity {
+                    Some(c) => c.relabel_transitions(b, progress)?,
+                    None => Metrics::new(),
+                };
+                let mut m = l.update(b, progress)?;
+                m.extend(plugin);
                 Ok((m, l.priorities().to_vec()))
             })?;
         if steps > 0 {
@@ -301,9 +316,15 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
         let mut m = match self.settings.feed {
             Feed::Sampled => self.sampled_updates(c.steps, &progress)?,
             Feed::WholeReplay => {
-                let data = self.core.replay.chronological();
+                let mut data = self.core.replay.chronological();
+                let plugin = match &mut self.curiosity {
+                    Some(c) => c.relabel_transitions(&mut data, &progress)?,
+                    None => Metrics::new(),
+                };
                 self.actor = None;
-                self.learner.update(&data, &progress)?
+                let mut m = self.learner.update(&data, &progress)?;
+                m.extend(plugin);
+                m
             }
         };
         self.learner.acting_metrics(&progress, &mut m);
@@ -332,10 +353,12 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let mut learner_state = self.learner.save_state();
+        save_plugin(&self.curiosity, &mut learner_state);
         let LearnerState {
             files: learner_files,
             entries,
-        } = self.learner.save_state();
+        } = learner_state;
         let (core, replay_file) = self.core.state(self.settings.store_buffer)?;
         let state = SavedState {
             core,

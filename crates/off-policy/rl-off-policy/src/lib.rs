@@ -668,14 +668,14 @@ impl OffPolicyCore {
         batch_size: usize,
         gamma: f32,
         beta: f64,
-        mut update: impl FnMut(&TransitionBatch) -> Result<(Metrics, Vec<f32>), RlError>,
+        mut update: impl FnMut(&mut TransitionBatch) -> Result<(Metrics, Vec<f32>), RlError>,
     ) -> Result<Metrics, RlError> {
         let mut sums = Metrics::new();
         for _ in 0..steps {
-            let batch = self
+            let mut batch = self
                 .replay
                 .sample(batch_size, gamma, beta, &mut self.rng_replay);
-            let (m, priorities) = update(&batch)?;
+            let (m, priorities) = update(&mut batch)?;
             self.replay.update_priorities(&batch.indices, &priorities);
             for (k, v) in m {
                 *sums.entry(k).or_insert(0.0) += v;

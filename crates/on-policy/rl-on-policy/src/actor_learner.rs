@@ -24,6 +24,7 @@ use rl_core::params::load_module_tensors;
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::vtrace::{VTraceInput, VTraceOutput, vtrace};
 use rl_core::{RlError, Rng};
+use rl_curiosity::{Curiosity, load_plugin, save_plugin};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 use std::path::Path;
@@ -521,6 +522,7 @@ pub struct ActorLearnerAgent<L: ActorLearner> {
     status: RunStatus,
     env_stats: Vec<serde_json::Value>,
     settings: LearnerSettings,
+    curiosity: Option<Curiosity>,
 }
 
 impl<L: ActorLearner> ActorLearnerAgent<L> {
@@ -552,6 +554,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             run,
             spaces,
         };
+        let curiosity = Curiosity::from_run(run, &obs_space, &act_space, &ctx.device)?;
         let learner = L::build(cfg, policy, &ctx)?;
         let initial = Versioned {
             version: 0,
@@ -571,6 +574,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             env_stats,
             settings,
+            curiosity,
         })
     }
 
@@ -581,6 +585,7 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
         let mut a = Self::new(&run, make_env, device)?;
         let s: SavedState = read_json(&ck, "state.json")?;
         a.learner.load_state(&ck, &s.learner)?;
+        load_plugin(&mut a.curiosity, &ck, &s.learner)?;
         let c = s.core;
         a.status.num_timesteps = c.num_timesteps;
         a.status.iterations = c.iterations;
@@ -701,11 +706,24 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
         let t0 = Instant::now();
         let mut took = Took::default();
         let mut sums = Metrics::new();
+        let (mut plugin_sums, mut relabelled) = (Metrics::new(), 0usize);
         let mut updates = 0usize;
+        let (gamma, lambda) = (self.settings.runner.gamma, self.settings.runner.gae_lambda);
         for i in 0..self.settings.num_env_runners {
-            let Some(batch) = self.next_admitted(i, &mut took)? else {
+            let Some(mut batch) = self.next_admitted(i, &mut took)? else {
                 continue;
             };
+            // The curiosity bonus joins each admitted batch once, before any learning (and
+            // before IMPALA's replay stores it).
+            if let Some(c) = &mut self.curiosity {
+                let progress = self.status.progress();
+                let buf = &mut batch.buffer;
+                let m = c.relabel_rollout(buf, gamma as f32, lambda as f32, &progress)?;
+                for (k, v) in m {
+                    *plugin_sums.entry(k).or_insert(0.0) += v;
+                }
+                relabelled += 1;
+            }
             for b in self.learner.schedule(batch) {
                 let m = self.learner.update(&b, &self.progress())?;
                 for (k, v) in m {
@@ -719,6 +737,11 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
             .into_iter()
             .map(|(k, v)| (k, v / updates.max(1) as f64))
             .collect();
+        m.extend(
+            plugin_sums
+                .into_iter()
+                .map(|(k, v)| (k, v / relabelled.max(1) as f64)),
+        );
         let progress = self.progress();
         self.learner.iteration_metrics(&progress, &mut m);
         self.finish(&mut m, &took, t0)?;
@@ -738,10 +761,12 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let mut learner_state = self.learner.save_state();
+        save_plugin(&self.curiosity, &mut learner_state);
         let LearnerState {
             files: learner_files,
             entries,
-        } = self.learner.save_state();
+        } = learner_state;
         let state = SavedState {
             core: CoreState {
                 num_timesteps: self.status.num_timesteps,

@@ -15,6 +15,7 @@ use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::{TensorMap, flat_grads, num_params};
 use rl_core::{RlError, Rng, Space};
+use rl_curiosity::{Curiosity, load_plugin, save_plugin};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -49,6 +50,8 @@ pub struct Rollout {
     pub steps: u64,
     /// Seconds spent.
     pub seconds: f64,
+    /// The curiosity plugin's metrics (empty without one).
+    pub plugin: Metrics,
 }
 
 /// Envs, rollout buffer, counters and generators of an on-policy agent.
@@ -69,6 +72,9 @@ pub struct OnPolicyCore {
     pub predict_state: Vec<f32>,
     /// Whether the next `predict` starts new episodes.
     pub predict_reset: bool,
+    /// The curiosity plugin, if the run asks for one: it adds its bonus to each rollout's
+    /// rewards before GAE.
+    pub curiosity: Option<Curiosity>,
 }
 
 impl OnPolicyCore {
@@ -92,10 +98,12 @@ impl OnPolicyCore {
             infer,
             predict_state: Vec::new(),
             predict_reset: true,
+            curiosity: None,
         })
     }
 
-    /// Fills the buffer with `policy` (its inference copy) and computes GAE.
+    /// Fills the buffer with `policy` (its inference copy), lets the curiosity plugin add
+    /// its bonus to the rewards, and computes GAE.
     pub fn collect(
         &mut self,
         policy: &(impl RolloutPolicy + Module),
@@ -105,20 +113,29 @@ impl OnPolicyCore {
     ) -> Result<Rollout, RlError> {
         let t0 = Instant::now();
         let valid = policy.valid();
-        let info = self.collector.collect(
+        let info = self.collector.collect_steps(
             &valid,
             &self.infer,
             &mut self.rng_policy,
             gamma as f32,
-            gae_lambda as f32,
             sde_sample_freq,
         )?;
         let steps = self.collector.buffer.len() as u64;
         self.status.num_timesteps += steps;
+        let seconds = t0.elapsed().as_secs_f64();
+        let (buf, g, l) = (&mut self.collector.buffer, gamma as f32, gae_lambda as f32);
+        let plugin = match &mut self.curiosity {
+            Some(c) => c.relabel_rollout(buf, g, l, &self.status.progress())?,
+            None => {
+                buf.recompute_returns_and_advantage(g, l);
+                Metrics::new()
+            }
+        };
         Ok(Rollout {
             info,
             steps,
-            seconds: t0.elapsed().as_secs_f64(),
+            seconds,
+            plugin,
         })
     }
 
@@ -131,6 +148,7 @@ impl OnPolicyCore {
         started: Instant,
     ) -> Result<(), RlError> {
         self.status.iterations += 1;
+        m.extend(r.plugin.iter().map(|(k, v)| (k.clone(), *v)));
         iteration_charts(m, &r.info.episodes, r.steps, r.seconds, started);
         rl_core::algorithm::check_finite(self.status.num_timesteps, m)
     }
@@ -469,6 +487,8 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
             })
         })?;
         core.collector.set_state_dim(policy.state_dim());
+        core.curiosity =
+            Curiosity::from_run(run, &core.status.obs_space, &core.status.act_space, &device)?;
         let ctx = BuildContext {
             device,
             run,
@@ -484,6 +504,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
         let mut agent = Self::new(&run, make_env, device)?;
         let state: SavedState = read_json(&ck, "state.json")?;
         agent.learner.load_state(&ck, &state.learner)?;
+        load_plugin(&mut agent.core.curiosity, &ck, &state.learner)?;
         agent.core.restore(state.core)?;
         Ok(agent)
     }
@@ -554,10 +575,12 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
     }
 
     fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let mut learner_state = self.learner.save_state();
+        save_plugin(&self.core.curiosity, &mut learner_state);
         let LearnerState {
             mut files,
             entries: learner,
-        } = self.learner.save_state();
+        } = learner_state;
         let state = SavedState {
             core: self.core.state()?,
             learner,

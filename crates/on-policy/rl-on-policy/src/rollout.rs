@@ -222,6 +222,23 @@ impl RolloutCollector {
         gae_lambda: f32,
         sde_sample_freq: i64,
     ) -> Result<RolloutInfo, EnvError> {
+        let info = self.collect_steps(policy, device, rng, gamma, sde_sample_freq)?;
+        self.buffer
+            .recompute_returns_and_advantage(gamma, gae_lambda);
+        Ok(info)
+    }
+
+    /// [`collect`](Self::collect) without the advantages: fills the buffer and stores the
+    /// values and done flags after the last step in it, so that a plugin can change the
+    /// rewards before [`RolloutBuffer::recompute_returns_and_advantage`] runs.
+    pub fn collect_steps(
+        &mut self,
+        policy: &impl RolloutPolicy,
+        device: &Device,
+        rng: &mut Rng,
+        gamma: f32,
+        sde_sample_freq: i64,
+    ) -> Result<RolloutInfo, EnvError> {
         let n = self.env.num_envs();
         let space = self.env.observation_space().clone();
         let flat_dim = space.flat_dim();
@@ -350,8 +367,7 @@ impl RolloutCollector {
             &self.last_states,
             &dones,
         );
-        self.buffer
-            .compute_returns_and_advantage(&last_values, &dones, gamma, gae_lambda);
+        self.buffer.set_last_values(&last_values, &dones);
         Ok(info)
     }
 }

@@ -80,3 +80,61 @@ fn ppo_pendulum_seed1_within_200k() {
 fn ppo_pendulum_seed2_within_200k() {
     pendulum(2);
 }
+
+/// FrozenLake 8×8 with holes, 14-step limit, one-hot observations: PPO + ICM reaches the goal
+/// greedily (return ≥ 0.9) within 300k steps, evaluations every 10k.
+fn frozen_lake_icm(seed: u64) {
+    let (hit, evals) = first_reaching("ppo_icm_frozenlake8x8.yaml", seed, 10_000, 0.9);
+    println!("PPO + ICM FrozenLake 8x8 seed {seed} evaluations: {evals:?}");
+    assert!(
+        hit.is_some_and(|s| s <= 300_000),
+        "never reached 0.9 within 300k: {evals:?}"
+    );
+}
+
+/// The control: the same run without curiosity never reaches the goal greedily.
+fn frozen_lake_without_curiosity(seed: u64) {
+    let mut run = config("ppo_icm_frozenlake8x8.yaml", &[format!("seed={seed}")]);
+    run.curiosity = None;
+    let (hit, evals) = testing::first_reaching(&mut agent(&run), &run, 10_000, 1e-9);
+    println!("PPO without curiosity FrozenLake 8x8 seed {seed} evaluations: {evals:?}");
+    assert!(
+        hit.is_none(),
+        "reached the goal without curiosity: {evals:?}"
+    );
+    assert_eq!(evals.len(), 30, "{evals:?}");
+}
+
+#[test]
+fn ppo_icm_frozenlake8x8_seed0_within_300k() {
+    frozen_lake_icm(0);
+}
+
+#[test]
+fn ppo_frozenlake8x8_without_curiosity_seed0_stays_at_0() {
+    frozen_lake_without_curiosity(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_icm_frozenlake8x8_seed1_within_300k() {
+    frozen_lake_icm(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_icm_frozenlake8x8_seed2_within_300k() {
+    frozen_lake_icm(2);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_frozenlake8x8_without_curiosity_seed1_stays_at_0() {
+    frozen_lake_without_curiosity(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_frozenlake8x8_without_curiosity_seed2_stays_at_0() {
+    frozen_lake_without_curiosity(2);
+}
