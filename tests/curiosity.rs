@@ -15,6 +15,9 @@ use rl::ppo::Ppo;
 /// A small ICM, so that the tests stay quick.
 const SMALL_ICM: &str = "curiosity: {type: icm, feature_dim: 8, feature_net_hiddens: [16], inverse_net_hiddens: [16], forward_net_hiddens: [16], minibatch_size: 16}\n";
 
+/// A small RND.
+const SMALL_RND: &str = "curiosity: {type: rnd, feature_dim: 8, target_net_hiddens: [16], predictor_net_hiddens: [16], minibatch_size: 16}\n";
+
 /// FrozenLake 8×8, not slippery: rewards are 0 except at the goal, so any other reward the
 /// learner sees is the bonus.
 fn frozen_lake(algorithm: &str, kwargs: &str) -> RunConfig {
@@ -39,29 +42,26 @@ fn every_online_algorithm_trains_with_the_plugin() {
         "sac",
         "awr",
     ];
-    for name in online {
-        let y = format!("{}{SMALL_ICM}", common::tiny(name, 64));
-        let run = RunConfig::from_yaml(&y, &[], name).unwrap();
-        let mut alg = rl::build(&run, &Device::flex()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut seen = None;
-        while alg.num_timesteps() < run.total_timesteps {
-            let m = alg.train().unwrap_or_else(|e| panic!("{name}: {e}"));
-            if let Some(&r) = m.get("curiosity/intrinsic_reward_mean") {
-                for k in [
-                    "losses/icm_forward",
-                    "losses/icm_inverse",
-                    "losses/icm_loss",
-                ] {
-                    assert!(m[k].is_finite(), "{name}: {k} = {}", m[k]);
+    for (plugin, loss) in [(SMALL_ICM, "losses/icm_loss"), (SMALL_RND, "losses/rnd")] {
+        for name in online {
+            let y = format!("{}{plugin}", common::tiny(name, 64));
+            let run = RunConfig::from_yaml(&y, &[], name).unwrap();
+            let mut alg =
+                rl::build(&run, &Device::flex()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut seen = None;
+            while alg.num_timesteps() < run.total_timesteps {
+                let m = alg.train().unwrap_or_else(|e| panic!("{name}: {e}"));
+                if let Some(&r) = m.get("curiosity/intrinsic_reward_mean") {
+                    assert!(m[loss].is_finite(), "{name}: {loss} = {}", m[loss]);
+                    seen = Some(r);
                 }
-                seen = Some(r);
             }
+            let r = seen.unwrap_or_else(|| panic!("{name}: the plugin never ran"));
+            assert!(
+                r > 0.0 && r.is_finite(),
+                "{name}: intrinsic reward mean {r}"
+            );
         }
-        let r = seen.unwrap_or_else(|| panic!("{name}: the plugin never ran"));
-        assert!(
-            r > 0.0 && r.is_finite(),
-            "{name}: intrinsic reward mean {r}"
-        );
     }
 }
 
@@ -148,6 +148,21 @@ fn resume_with_the_plugin_is_bit_identical() {
         |dir| Ppo::load(dir, &rl::make_training_env, &dev).unwrap(),
         |a| a.learner().weights(),
         "ppo-icm",
+    );
+    let mut run = frozen_lake("ppo", "{n_steps: 16, batch_size: 16, n_epochs: 2}");
+    run.curiosity = RunConfig::from_yaml(
+        &format!("{}{SMALL_RND}", common::tiny("ppo", 64)),
+        &[],
+        "rnd",
+    )
+    .unwrap()
+    .curiosity;
+    rl::envs::testing::assert_resumes_bit_identically(
+        (2, 2),
+        || Ppo::new(&run, &rl::make_training_env, &dev).unwrap(),
+        |dir| Ppo::load(dir, &rl::make_training_env, &dev).unwrap(),
+        |a| a.learner().weights(),
+        "ppo-rnd",
     );
     let run = frozen_lake(
         "dqn",

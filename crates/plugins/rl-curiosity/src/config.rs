@@ -1,5 +1,6 @@
-//! The `curiosity:` section of a run config: RLlib's ICM keys and defaults (its
-//! `intrinsic_curiosity_model_based_curiosity.py` example), parsed strictly.
+//! The `curiosity:` section of a run config, parsed strictly: RLlib's ICM keys and defaults
+//! (its `intrinsic_curiosity_model_based_curiosity.py` example) and CleanRL's RND keys
+//! (`ppo_rnd_envpool.py`).
 
 use rl_core::config::{ConfigError, strict};
 use rl_core::nn::Activation;
@@ -11,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub enum CuriosityConfig {
     /// The intrinsic curiosity module (Pathak et al. 2017).
     Icm(IcmConfig),
+    /// Random network distillation (Burda et al. 2018).
+    Rnd(RndConfig),
 }
 
 impl CuriosityConfig {
@@ -19,6 +22,7 @@ impl CuriosityConfig {
         let cfg: Self = strict(v.clone(), "curiosity")?;
         match &cfg {
             CuriosityConfig::Icm(c) => c.validate()?,
+            CuriosityConfig::Rnd(c) => c.validate()?,
         }
         Ok(cfg)
     }
@@ -56,6 +60,10 @@ pub struct IcmConfig {
     /// Global-norm gradient clipping of the module (null: none).
     #[serde(alias = "max_grad_norm")]
     pub grad_clip: Option<f64>,
+    /// Stop the forward loss's gradient at φ(s′), the target it is compared with, so that
+    /// the forward loss cannot shrink the features (RLlib and Pathak et al.'s code let it
+    /// through: false).
+    pub detach_forward_target: bool,
 }
 
 impl Default for IcmConfig {
@@ -74,6 +82,7 @@ impl Default for IcmConfig {
             num_epochs: 1,
             minibatch_size: 128,
             grad_clip: None,
+            detach_forward_target: false,
         }
     }
 }
@@ -90,6 +99,98 @@ impl IcmConfig {
         }
         if self.feature_dim == 0 {
             return err("feature_dim", "must be at least 1");
+        }
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return err("lr", "must be positive");
+        }
+        if self.num_epochs == 0 {
+            return err("num_epochs", "must be at least 1");
+        }
+        if self.minibatch_size == 0 {
+            return err("minibatch_size", "must be at least 1");
+        }
+        if self.grad_clip.is_some_and(|g| g <= 0.0) {
+            return err("grad_clip", "must be positive (or null for no clipping)");
+        }
+        Ok(())
+    }
+}
+
+/// RND hyperparameters (CleanRL's names and defaults where it has them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RndConfig {
+    /// Weight of the normalized intrinsic reward in the reward the learner sees.
+    pub int_coef: f64,
+    /// Weight of the env's reward in it (CleanRL weighs the two advantages 2 : 1).
+    pub ext_coef: f64,
+    /// Discount of the intrinsic return whose running standard deviation normalizes the
+    /// intrinsic reward.
+    pub int_gamma: f64,
+    /// Fraction of each batch's rows the predictor trains on.
+    pub update_proportion: f64,
+    /// Size of the target's and the predictor's outputs.
+    pub feature_dim: usize,
+    /// Hidden layers of the fixed random target net.
+    pub target_net_hiddens: Vec<usize>,
+    /// Hidden layers of the predictor.
+    pub predictor_net_hiddens: Vec<usize>,
+    /// Activation of both.
+    pub activation: Activation,
+    /// Normalized observations are clipped to `[-obs_clip, obs_clip]`.
+    pub obs_clip: f64,
+    /// Adam step size of the predictor.
+    #[serde(alias = "learning_rate")]
+    pub lr: f64,
+    /// Passes over each on-policy rollout (a replayed off-policy batch gets one).
+    pub num_epochs: usize,
+    /// Minibatch size of those passes.
+    pub minibatch_size: usize,
+    /// Global-norm gradient clipping of the predictor (null: none).
+    #[serde(alias = "max_grad_norm")]
+    pub grad_clip: Option<f64>,
+}
+
+impl Default for RndConfig {
+    fn default() -> Self {
+        Self {
+            int_coef: 1.0,
+            ext_coef: 2.0,
+            int_gamma: 0.99,
+            update_proportion: 0.25,
+            feature_dim: 512,
+            target_net_hiddens: vec![256, 256],
+            predictor_net_hiddens: vec![256, 256],
+            activation: Activation::Relu,
+            obs_clip: 5.0,
+            lr: 1e-4,
+            num_epochs: 1,
+            minibatch_size: 128,
+            grad_clip: None,
+        }
+    }
+}
+
+impl RndConfig {
+    /// Range checks naming the field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |f: &str, m: &str| Err(ConfigError::new(format!("curiosity.{f}"), m));
+        for (f, v) in [("int_coef", self.int_coef), ("ext_coef", self.ext_coef)] {
+            if v < 0.0 || !v.is_finite() {
+                return err(f, "must be a finite number >= 0");
+            }
+        }
+        if !(0.0..1.0).contains(&self.int_gamma) {
+            return err("int_gamma", "must be in [0, 1)");
+        }
+        if !(self.update_proportion > 0.0 && self.update_proportion <= 1.0) {
+            return err("update_proportion", "must be in (0, 1]");
+        }
+        if self.feature_dim == 0 {
+            return err("feature_dim", "must be at least 1");
+        }
+        if !(self.obs_clip > 0.0) {
+            return err("obs_clip", "must be positive");
         }
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return err("lr", "must be positive");

@@ -5,30 +5,28 @@
 //! module and never stored), so every algorithm gets it from its shell.
 //!
 //! `curiosity: {type: icm, ...}` in a run config selects the intrinsic curiosity module of
-//! Pathak et al. 2017 ([`Icm`]) with RLlib's key names ([`IcmConfig`]).
+//! Pathak et al. 2017 ([`Icm`]) with RLlib's key names ([`IcmConfig`]); `{type: rnd, ...}`
+//! random network distillation (Burda et al. 2018, [`Rnd`]) with CleanRL's ([`RndConfig`]).
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod icm;
 pub mod loss;
 pub mod model;
+pub mod rnd;
 
-pub use config::{CuriosityConfig, IcmConfig};
+pub use config::{CuriosityConfig, IcmConfig, RndConfig};
+pub use icm::Icm;
+pub use rnd::Rnd;
 
-use loss::{ActionParts, forward_error, icm_loss, inverse_loss};
-use model::IcmModel;
-use rl_core::algorithm::{LearnerState, Progress, check_losses, state_entry};
-use rl_core::batch::{host, tensor2};
+use rl_core::algorithm::{LearnerState, Progress};
 use rl_core::buffers::RolloutBuffer;
-use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{Checkpoint, read_module};
-use rl_core::config::{ConfigError, RunConfig};
+use rl_core::checkpoint::Checkpoint;
+use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
-use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, num_params};
 use rl_core::replay::TransitionBatch;
-use rl_core::{RlError, Rng, Space};
-use serde::{Deserialize, Serialize};
+use rl_core::{RlError, Space};
 use serde_json::{Map, Value};
 
 /// Transitions a plugin sees: network-input (flat) observations and next observations
@@ -43,6 +41,9 @@ pub struct Transitions<'a> {
     pub next_obs: &'a [f32],
     /// Number of transitions.
     pub n: usize,
+    /// A rollout's envs when the rows are time-major `[T][envs]` (RND's intrinsic-return
+    /// filter runs per env); `None` for replayed batches without that order.
+    pub envs: Option<usize>,
 }
 
 /// A curiosity plugin, as the shells hold it.
@@ -50,6 +51,8 @@ pub struct Transitions<'a> {
 pub enum Curiosity {
     /// The intrinsic curiosity module.
     Icm(Icm),
+    /// Random network distillation.
+    Rnd(Rnd),
 }
 
 impl Curiosity {
@@ -82,32 +85,24 @@ impl Curiosity {
             CuriosityConfig::Icm(c) => Curiosity::Icm(
                 Icm::new(c.clone(), obs_space, act_space, seed, device).map_err(RlError::Config)?,
             ),
+            CuriosityConfig::Rnd(c) => Curiosity::Rnd(
+                Rnd::new(c.clone(), obs_space, seed, device).map_err(RlError::Config)?,
+            ),
         })
     }
 
-    /// Intrinsic rewards of `t` with the current module (already scaled by its coefficient).
-    pub fn rewards(&self, t: &Transitions) -> Vec<f32> {
-        match self {
-            Curiosity::Icm(icm) => icm.rewards(t),
-        }
-    }
-
-    /// Trains the module on `t` for `epochs` passes; returns its loss metrics (means).
-    pub fn train(
+    /// The bonus of the current module added to `rewards` (`[n]`, the rows of `t`), then
+    /// `epochs` passes of training on `t` (`None`: the module's own setting).
+    pub fn relabel(
         &mut self,
         t: &Transitions,
-        epochs: usize,
+        rewards: &mut [f32],
+        epochs: Option<usize>,
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
         match self {
-            Curiosity::Icm(icm) => icm.train(t, epochs, progress),
-        }
-    }
-
-    /// Passes over a rollout the module's config asks for.
-    fn rollout_epochs(&self) -> usize {
-        match self {
-            Curiosity::Icm(icm) => icm.cfg.num_epochs,
+            Curiosity::Icm(icm) => icm.relabel(t, rewards, epochs, progress),
+            Curiosity::Rnd(rnd) => rnd.relabel(t, rewards, epochs, progress),
         }
     }
 
@@ -122,7 +117,7 @@ impl Curiosity {
         gae_lambda: f32,
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
-        let epochs = self.rollout_epochs();
+        let n_envs = buf.n_envs;
         let RolloutBuffer {
             obs,
             actions,
@@ -130,7 +125,14 @@ impl Curiosity {
             rewards,
             ..
         } = buf;
-        let m = self.relabel(obs, actions, next_obs, rewards, epochs, progress)?;
+        let t = Transitions {
+            obs,
+            actions,
+            next_obs,
+            n: rewards.len(),
+            envs: Some(n_envs),
+        };
+        let m = self.relabel(&t, rewards, None, progress)?;
         buf.recompute_returns_and_advantage(gamma, gae_lambda);
         Ok(m)
     }
@@ -149,40 +151,21 @@ impl Curiosity {
             rewards,
             ..
         } = b;
-        self.relabel(obs, actions, next_obs, rewards, 1, progress)
-    }
-
-    /// The bonus of the current module added to `rewards`, then `epochs` passes of training.
-    fn relabel(
-        &mut self,
-        obs: &[f32],
-        actions: &[f32],
-        next_obs: &[f32],
-        rewards: &mut [f32],
-        epochs: usize,
-        progress: &Progress,
-    ) -> Result<Metrics, RlError> {
         let t = Transitions {
             obs,
             actions,
             next_obs,
             n: rewards.len(),
+            envs: None,
         };
-        let bonus = self.rewards(&t);
-        let mut m = self.train(&t, epochs, progress)?;
-        for (r, b) in rewards.iter_mut().zip(&bonus) {
-            *r += b;
-        }
-        let mean = bonus.iter().map(|&b| b as f64).sum::<f64>() / bonus.len().max(1) as f64;
-        m.insert("curiosity/intrinsic_reward_mean".into(), mean);
-        Ok(m)
+        self.relabel(&t, rewards, Some(1), progress)
     }
 
-    /// The module, its optimizer and generator: `curiosity.safetensors`,
-    /// `curiosity_optimizer.safetensors` and a `curiosity` entry in `state.json`.
+    /// The module's state: its files and a `curiosity` entry in `state.json`.
     pub fn save_state(&self) -> LearnerState {
         match self {
             Curiosity::Icm(icm) => icm.save_state(),
+            Curiosity::Rnd(rnd) => rnd.save_state(),
         }
     }
 
@@ -194,6 +177,7 @@ impl Curiosity {
     ) -> Result<(), RlError> {
         match self {
             Curiosity::Icm(icm) => icm.load_state(ck, entries),
+            Curiosity::Rnd(rnd) => rnd.load_state(ck, entries),
         }
     }
 }
@@ -219,333 +203,18 @@ pub fn load_plugin(
     }
 }
 
-/// The intrinsic curiosity module: networks, Adam, the minibatch generator.
-#[derive(Debug)]
-pub struct Icm {
-    cfg: IcmConfig,
-    model: IcmModel,
-    opt: FlatOptimizer,
-    rng: Rng,
-    act_space: Space,
-    parts: ActionParts,
-    obs_dim: usize,
-    act_dim: usize,
-    device: Device,
+/// Adds `bonus` to `rewards` and records its mean as `curiosity/intrinsic_reward_mean`.
+pub(crate) fn add_bonus(rewards: &mut [f32], bonus: &[f32], m: &mut Metrics) {
+    for (r, b) in rewards.iter_mut().zip(bonus) {
+        *r += b;
+    }
+    let mean = bonus.iter().map(|&b| b as f64).sum::<f64>() / bonus.len().max(1) as f64;
+    m.insert("curiosity/intrinsic_reward_mean".into(), mean);
 }
 
-/// The `curiosity` entry of `state.json`.
-#[derive(Debug, Serialize, Deserialize)]
-struct IcmEntry {
-    optimizer_steps: u64,
-    rng: Rng,
-}
-
-impl Icm {
-    /// A fresh module for the spaces (Discrete, MultiDiscrete or Box actions).
-    pub fn new(
-        cfg: IcmConfig,
-        obs_space: &Space,
-        act_space: &Space,
-        seed: u64,
-        device: &Device,
-    ) -> Result<Self, ConfigError> {
-        cfg.validate()?;
-        let parts = match act_space {
-            Space::Discrete { n, .. } => ActionParts::Categorical(vec![(0, *n)]),
-            Space::MultiDiscrete { nvec } => {
-                let mut lo = 0;
-                ActionParts::Categorical(
-                    nvec.iter()
-                        .map(|&n| {
-                            lo += n;
-                            (lo - n, lo)
-                        })
-                        .collect(),
-                )
-            }
-            Space::Box { .. } => ActionParts::Continuous,
-            other => {
-                return Err(ConfigError::new(
-                    "curiosity.type",
-                    format!(
-                        "ICM needs Discrete, MultiDiscrete or Box actions, the env has {}",
-                        other.describe()
-                    ),
-                ));
-            }
-        };
-        let (obs_dim, act_dim) = (obs_space.flat_dim(), act_space.flat_dim());
-        let mut init = Rng::for_stream(seed, "curiosity_init");
-        let model = IcmModel::new(&cfg, obs_dim, act_dim, &mut init, device);
-        let opt = FlatOptimizer::new(OptimizerKind::adam(1e-8), cfg.grad_clip);
-        Ok(Self {
-            rng: Rng::for_stream(seed, "curiosity_batch"),
-            cfg,
-            model,
-            opt,
-            act_space: act_space.clone(),
-            parts,
-            obs_dim,
-            act_dim,
-            device: device.clone(),
-        })
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &IcmConfig {
-        &self.cfg
-    }
-
-    /// The networks.
-    pub fn model(&self) -> &IcmModel {
-        &self.model
-    }
-
-    /// Replaces the networks (tests set hand-made weights).
-    pub fn set_model(&mut self, model: IcmModel) {
-        self.model = model;
-    }
-
-    /// Encoded actions `[rows × act_dim]`: one-hot discrete parts, Box values as they are.
-    fn encode_actions(&self, raw: &[f32], rows: usize) -> Vec<f32> {
-        let d = raw.len() / rows.max(1);
-        let mut out = Vec::with_capacity(rows * self.act_dim);
-        for r in 0..rows {
-            self.act_space.flatten(&raw[r * d..(r + 1) * d], &mut out);
-        }
-        out
-    }
-
-    /// `η · ½‖φ̂(s′) − φ(s′)‖²` of each transition, with the module's inference copy.
-    pub fn rewards(&self, t: &Transitions) -> Vec<f32> {
-        if t.n == 0 {
-            return Vec::new();
-        }
-        let model = self.model.valid();
-        let dev = self.device.clone().inner();
-        let (n, od, ad) = (t.n, self.obs_dim, self.act_dim);
-        let out = model.forward(
-            tensor2(t.obs.to_vec(), n, od, &dev),
-            tensor2(t.next_obs.to_vec(), n, od, &dev),
-            tensor2(self.encode_actions(t.actions, n), n, ad, &dev),
-        );
-        let eta = self.cfg.intrinsic_reward_coeff as f32;
-        host(forward_error(out.predicted_next_phi, out.next_phi))
-            .into_iter()
-            .map(|e| eta * e)
-            .collect()
-    }
-
-    /// `epochs` passes over `t` in shuffled minibatches of `minibatch_size`, one Adam step
-    /// each; returns the mean forward, inverse and total losses.
-    pub fn train(
-        &mut self,
-        t: &Transitions,
-        epochs: usize,
-        progress: &Progress,
-    ) -> Result<Metrics, RlError> {
-        let (n, od, ad) = (t.n, self.obs_dim, self.act_dim);
-        let actions = self.encode_actions(t.actions, n);
-        let mb = self.cfg.minibatch_size.min(n.max(1));
-        let beta = self.cfg.forward_loss_weight;
-        let (mut fwd_sum, mut inv_sum, mut steps) = (0.0, 0.0, 0usize);
-        let dev = self.device.clone();
-        for _ in 0..epochs {
-            let perm = self.rng.permutation(n);
-            for rows in perm.chunks(mb) {
-                let k = rows.len();
-                let gather = |src: &[f32], d: usize| -> Vec<f32> {
-                    rows.iter()
-                        .flat_map(|&i| src[i * d..(i + 1) * d].iter().copied())
-                        .collect()
-                };
-                let obs = tensor2(gather(t.obs, od), k, od, &dev);
-                let next = tensor2(gather(t.next_obs, od), k, od, &dev);
-                let act = tensor2(gather(&actions, ad), k, ad, &dev);
-                let out = self.model.forward(obs, next, act.clone());
-                let fwd = forward_error(out.predicted_next_phi, out.next_phi.clone()).mean();
-                let inv = inverse_loss(self.model.inverse(out.phi, out.next_phi), act, &self.parts);
-                let (fv, iv) = (
-                    host(fwd.clone().inner())[0] as f64,
-                    host(inv.clone().inner())[0] as f64,
-                );
-                check_losses(
-                    progress.num_timesteps,
-                    &[("losses/icm_forward", fv), ("losses/icm_inverse", iv)],
-                )?;
-                let total = icm_loss(inv, fwd, beta);
-                let g = flat_grads(&self.model, total.backward(), &dev);
-                self.model = self.opt.step_flat(self.cfg.lr, self.model.clone(), g).0;
-                fwd_sum += fv;
-                inv_sum += iv;
-                steps += 1;
-            }
-        }
-        let s = steps.max(1) as f64;
-        let mut m = Metrics::new();
-        m.insert("losses/icm_forward".into(), fwd_sum / s);
-        m.insert("losses/icm_inverse".into(), inv_sum / s);
-        m.insert(
-            "losses/icm_loss".into(),
-            ((1.0 - beta) * inv_sum + beta * fwd_sum) / s,
-        );
-        Ok(m)
-    }
-
-    fn save_state(&self) -> LearnerState {
-        let mut opt = TensorMap::default();
-        let steps = self.opt.save("adam", &mut opt);
-        let mut state = LearnerState::default();
-        state.insert(
-            "curiosity",
-            IcmEntry {
-                optimizer_steps: steps,
-                rng: self.rng.clone(),
-            },
-        );
-        state.file(
-            "curiosity.safetensors",
-            rl_core::params::module_tensors(&self.model).to_bytes(),
-        );
-        state.file("curiosity_optimizer.safetensors", opt.to_bytes());
-        state
-    }
-
-    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
-        let e: IcmEntry = state_entry(ck, entries, "curiosity")?;
-        self.model = read_module(
-            ck,
-            "curiosity.safetensors",
-            self.model.clone(),
-            &self.device,
-        )?;
-        let file = ck.path_of("curiosity_optimizer.safetensors");
-        let mut map = TensorMap::from_bytes(ck.file("curiosity_optimizer.safetensors")?, &file)?;
-        self.opt.load(
-            "adam",
-            &mut map,
-            e.optimizer_steps,
-            num_params(&self.model),
-            &file,
-            &self.device,
-        )?;
-        self.rng = e.rng;
-        Ok(())
-    }
-}
-
-#[cfg(all(test, feature = "flex"))]
-mod tests {
-    use super::*;
-    use rl_core::params::{module_tensors, set_module_tensors};
-
-    /// An ICM with φ = identity on 2-d observations and zero forward and inverse nets, so
-    /// φ̂(s′) = 0 and the inverse net's logits are 0.
-    fn hand_made() -> Icm {
-        let cfg = IcmConfig {
-            feature_dim: 2,
-            feature_net_hiddens: vec![],
-            inverse_net_hiddens: vec![],
-            forward_net_hiddens: vec![],
-            intrinsic_reward_coeff: 0.05,
-            forward_loss_weight: 0.2,
-            ..IcmConfig::default()
-        };
-        let device = Device::flex().autodiff();
-        let obs = Space::uniform_box(-10.0, 10.0, &[2]);
-        let act = Space::Discrete { n: 2, start: 0 };
-        let mut icm = Icm::new(cfg, &obs, &act, 0, &device).unwrap();
-        let mut w = module_tensors(icm.model());
-        for (name, (_, data)) in w.0.iter_mut() {
-            data.fill(0.0);
-            if name.starts_with("feature_net") && name.ends_with("weight") {
-                data[0] = 1.0;
-                data[3] = 1.0;
-            }
-        }
-        let mut model = icm.model().clone();
-        set_module_tensors(&mut model, &w, &device).unwrap();
-        icm.set_model(model);
-        icm
-    }
-
-    #[test]
-    fn reward_and_losses_on_a_hand_computed_batch() {
-        let mut icm = hand_made();
-        let t = Transitions {
-            obs: &[1.0, 0.0, 0.0, 0.0],
-            actions: &[1.0, 0.0],
-            next_obs: &[3.0, 4.0, 0.0, 2.0],
-            n: 2,
-        };
-        // η · ½‖φ(s′) − 0‖²: 0.05 · 12.5 and 0.05 · 2.
-        let r = icm.rewards(&t);
-        assert!(
-            (r[0] - 0.625).abs() < 1e-6 && (r[1] - 0.1).abs() < 1e-6,
-            "{r:?}"
-        );
-        // One minibatch of both rows: forward = mean(12.5, 2), inverse = ln 2 (zero logits).
-        let m = icm.train(&t, 1, &Progress::default()).unwrap();
-        let (fwd, inv) = (7.25, 2f64.ln());
-        assert!((m["losses/icm_forward"] - fwd).abs() < 1e-5, "{m:?}");
-        assert!((m["losses/icm_inverse"] - inv).abs() < 1e-5, "{m:?}");
-        assert!(
-            (m["losses/icm_loss"] - (0.8 * inv + 0.2 * fwd)).abs() < 1e-5,
-            "{m:?}"
-        );
-        // The step moved φ̂ toward φ(s′): the same transitions are less surprising.
-        let after = icm.rewards(&t);
-        assert!(after[0] < r[0], "{after:?} vs {r:?}");
-    }
-
-    #[test]
-    fn relabelled_batches_add_the_bonus_to_the_rewards_only() {
-        let mut icm = Curiosity::Icm(hand_made());
-        let mut b = TransitionBatch {
-            indices: vec![0],
-            obs: vec![1.0, 0.0],
-            actions: vec![0.0],
-            rewards: vec![1.0],
-            next_obs: vec![3.0, 4.0],
-            terminated: vec![0.0],
-            truncated: vec![0.0],
-            discounts: vec![0.99],
-            weights: vec![1.0],
-        };
-        let m = icm
-            .relabel_transitions(&mut b, &Progress::default())
-            .unwrap();
-        assert!((b.rewards[0] - 1.625).abs() < 1e-6, "{:?}", b.rewards);
-        assert!((m["curiosity/intrinsic_reward_mean"] - 0.625).abs() < 1e-6);
-        // Recomputed with the current module: the same transition now earns less.
-        let mut again = b.clone();
-        again.rewards = vec![1.0];
-        icm.relabel_transitions(&mut again, &Progress::default())
-            .unwrap();
-        assert!(again.rewards[0] < 1.625, "{:?}", again.rewards);
-    }
-
-    #[test]
-    fn config_errors_name_the_field() {
-        let e = CuriosityConfig::from_value(&serde_json::json!({"type": "icm", "lr": -1.0}))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("curiosity.lr"), "{e}");
-        let e = CuriosityConfig::from_value(&serde_json::json!({"type": "icm", "feature_dimm": 3}))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("feature_dimm"), "{e}");
-        let e = CuriosityConfig::from_value(&serde_json::json!({"type": "count"}))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("icm"), "{e}");
-        let ok =
-            CuriosityConfig::from_value(&serde_json::json!({"type": "icm", "learning_rate": 1e-3}))
-                .unwrap();
-        let CuriosityConfig::Icm(c) = ok;
-        assert_eq!(
-            (c.lr, c.feature_dim, c.forward_loss_weight),
-            (1e-3, 288, 0.2)
-        );
-    }
+/// `n` rows of width `d` picked by `rows` (minibatch gathering).
+pub(crate) fn gather(src: &[f32], d: usize, rows: &[usize]) -> Vec<f32> {
+    rows.iter()
+        .flat_map(|&i| src[i * d..(i + 1) * d].iter().copied())
+        .collect()
 }

@@ -5,7 +5,8 @@ use rl_core::burn::tensor::Tensor;
 use rl_core::burn::tensor::activation::log_softmax;
 
 /// Per-row forward error `½‖φ̂(s′) − φ(s′)‖²` `[B]`. Gradients reach both the forward net and
-/// the features of s′, as in Pathak et al.'s code and RLlib's.
+/// the features of s′, as in Pathak et al.'s code and RLlib's, unless the caller detaches
+/// the target (`detach_forward_target`).
 pub fn forward_error(predicted_next_phi: Tensor<2>, next_phi: Tensor<2>) -> Tensor<1> {
     let d = predicted_next_phi - next_phi;
     (d.clone() * d)
@@ -60,6 +61,15 @@ pub fn icm_loss(inverse: Tensor<1>, forward: Tensor<1>, forward_loss_weight: f64
     inverse.mul_scalar(1.0 - forward_loss_weight) + forward.mul_scalar(forward_loss_weight)
 }
 
+/// RND's predictor loss: the mean of `values` over the rows `mask` keeps (`kept` of them; 0
+/// rows give 0), as CleanRL's `(loss * mask).sum() / max(mask.sum(), 1)`.
+pub fn masked_mean(values: Tensor<1>, mask: Tensor<1>, kept: f32) -> Tensor<1> {
+    (values * mask)
+        .sum()
+        .div_scalar(kept.max(1.0) as f64)
+        .reshape([1])
+}
+
 #[cfg(all(test, feature = "flex"))]
 mod tests {
     use super::*;
@@ -101,6 +111,16 @@ mod tests {
             &ActionParts::Continuous,
         ))[0];
         assert_eq!(mse, 2.5);
+    }
+
+    #[test]
+    fn the_masked_mean_averages_the_kept_rows() {
+        let d = Device::flex();
+        let v = rl_core::batch::tensor1(vec![1.0, 2.0, 4.0], &d);
+        let m = rl_core::batch::tensor1(vec![1.0, 0.0, 1.0], &d);
+        assert_eq!(host(masked_mean(v.clone(), m, 2.0))[0], 2.5);
+        let none = rl_core::batch::tensor1(vec![0.0; 3], &d);
+        assert_eq!(host(masked_mean(v, none, 0.0))[0], 0.0);
     }
 
     #[test]
