@@ -138,3 +138,34 @@ fn ppo_frozenlake8x8_without_curiosity_seed1_stays_at_0() {
 fn ppo_frozenlake8x8_without_curiosity_seed2_stays_at_0() {
     frozen_lake_without_curiosity(2);
 }
+
+/// RLlib's curiosity example: FrozenLake 12×12, all frozen, 22-step limit. PPO + ICM reaches the
+/// goal greedily within 2M steps (evaluations every 100k); without curiosity, never.
+fn frozen_lake_12x12(seed: u64, curiosity: bool) {
+    let mut run = config("ppo_icm_frozenlake12x12.yaml", &[format!("seed={seed}")]);
+    if !curiosity {
+        run.curiosity = None;
+    }
+    let threshold = if curiosity { 0.9 } else { 1e-9 };
+    let (hit, evals) = testing::first_reaching(&mut agent(&run), &run, 100_000, threshold);
+    println!("PPO (curiosity {curiosity}) FrozenLake 12x12 seed {seed} evaluations: {evals:?}");
+    match curiosity {
+        true => assert!(hit.is_some(), "never reached 0.9 within 2M: {evals:?}"),
+        false => assert!(
+            hit.is_none(),
+            "reached the goal without curiosity: {evals:?}"
+        ),
+    }
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_icm_frozenlake12x12_seed0_within_2m() {
+    frozen_lake_12x12(0, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
+    frozen_lake_12x12(0, false);
+}

@@ -100,19 +100,12 @@ impl IcmConfig {
         if self.feature_dim == 0 {
             return err("feature_dim", "must be at least 1");
         }
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return err("lr", "must be positive");
-        }
-        if self.num_epochs == 0 {
-            return err("num_epochs", "must be at least 1");
-        }
-        if self.minibatch_size == 0 {
-            return err("minibatch_size", "must be at least 1");
-        }
-        if self.grad_clip.is_some_and(|g| g <= 0.0) {
-            return err("grad_clip", "must be positive (or null for no clipping)");
-        }
-        Ok(())
+        check_training(
+            self.lr,
+            self.num_epochs,
+            self.minibatch_size,
+            self.grad_clip,
+        )
     }
 }
 
@@ -192,18 +185,35 @@ impl RndConfig {
         if !(self.obs_clip > 0.0) {
             return err("obs_clip", "must be positive");
         }
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return err("lr", "must be positive");
-        }
-        if self.num_epochs == 0 {
-            return err("num_epochs", "must be at least 1");
-        }
-        if self.minibatch_size == 0 {
-            return err("minibatch_size", "must be at least 1");
-        }
-        if self.grad_clip.is_some_and(|g| g <= 0.0) {
-            return err("grad_clip", "must be positive (or null for no clipping)");
-        }
-        Ok(())
+        check_training(
+            self.lr,
+            self.num_epochs,
+            self.minibatch_size,
+            self.grad_clip,
+        )
     }
+}
+
+/// The checks of the keys both modules' own training has: `lr`, `num_epochs`,
+/// `minibatch_size`, `grad_clip`.
+fn check_training(
+    lr: f64,
+    num_epochs: usize,
+    minibatch_size: usize,
+    grad_clip: Option<f64>,
+) -> Result<(), ConfigError> {
+    let err = |f: &str, m: &str| Err(ConfigError::new(format!("curiosity.{f}"), m));
+    if !(lr > 0.0 && lr.is_finite()) {
+        return err("lr", "must be positive");
+    }
+    if num_epochs == 0 {
+        return err("num_epochs", "must be at least 1");
+    }
+    if minibatch_size == 0 {
+        return err("minibatch_size", "must be at least 1");
+    }
+    if grad_clip.is_some_and(|g| g <= 0.0) {
+        return err("grad_clip", "must be positive (or null for no clipping)");
+    }
+    Ok(())
 }

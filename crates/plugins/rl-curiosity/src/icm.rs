@@ -4,7 +4,7 @@
 use crate::config::IcmConfig;
 use crate::loss::{ActionParts, forward_error, icm_loss, inverse_loss};
 use crate::model::IcmModel;
-use crate::{Transitions, add_bonus, gather};
+use crate::{Transitions, add_bonus, gather, load_optimizer, save_optimizer};
 use rl_core::algorithm::{LearnerState, Progress, check_losses, state_entry};
 use rl_core::batch::{host, tensor2};
 use rl_core::burn::module::Module;
@@ -13,7 +13,7 @@ use rl_core::checkpoint::{Checkpoint, read_module};
 use rl_core::config::ConfigError;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{TensorMap, flat_grads, num_params};
+use rl_core::params::{flat_grads, module_tensors, num_params};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -207,21 +207,20 @@ impl Icm {
 
     /// The networks, Adam's state and the generator.
     pub fn save_state(&self) -> LearnerState {
-        let mut opt = TensorMap::default();
-        let steps = self.opt.save("adam", &mut opt);
         let mut state = LearnerState::default();
+        let optimizer_steps = save_optimizer(&self.opt, &mut state);
+        let rng = self.rng.clone();
         state.insert(
             "curiosity",
             IcmEntry {
-                optimizer_steps: steps,
-                rng: self.rng.clone(),
+                optimizer_steps,
+                rng,
             },
         );
         state.file(
             "curiosity.safetensors",
-            rl_core::params::module_tensors(&self.model).to_bytes(),
+            module_tensors(&self.model).to_bytes(),
         );
-        state.file("curiosity_optimizer.safetensors", opt.to_bytes());
         state
     }
 
@@ -232,22 +231,10 @@ impl Icm {
         entries: &Map<String, Value>,
     ) -> Result<(), RlError> {
         let e: IcmEntry = state_entry(ck, entries, "curiosity")?;
-        self.model = read_module(
-            ck,
-            "curiosity.safetensors",
-            self.model.clone(),
-            &self.device,
-        )?;
-        let file = ck.path_of("curiosity_optimizer.safetensors");
-        let mut map = TensorMap::from_bytes(ck.file("curiosity_optimizer.safetensors")?, &file)?;
-        self.opt.load(
-            "adam",
-            &mut map,
-            e.optimizer_steps,
-            num_params(&self.model),
-            &file,
-            &self.device,
-        )?;
+        let file = "curiosity.safetensors";
+        self.model = read_module(ck, file, self.model.clone(), &self.device)?;
+        let n = num_params(&self.model);
+        load_optimizer(ck, &mut self.opt, e.optimizer_steps, n, &self.device)?;
         self.rng = e.rng;
         Ok(())
     }
@@ -257,7 +244,7 @@ impl Icm {
 mod tests {
     use super::*;
     use crate::{Curiosity, CuriosityConfig};
-    use rl_core::params::{module_tensors, set_module_tensors};
+    use rl_core::params::set_module_tensors;
     use rl_core::replay::TransitionBatch;
 
     /// An ICM with φ = identity on 2-d observations and zero forward and inverse nets, so

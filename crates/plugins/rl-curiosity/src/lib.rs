@@ -25,6 +25,8 @@ use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::Checkpoint;
 use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
+use rl_core::optim::FlatOptimizer;
+use rl_core::params::TensorMap;
 use rl_core::replay::TransitionBatch;
 use rl_core::{RlError, Space};
 use serde_json::{Map, Value};
@@ -210,6 +212,27 @@ pub(crate) fn add_bonus(rewards: &mut [f32], bonus: &[f32], m: &mut Metrics) {
     }
     let mean = bonus.iter().map(|&b| b as f64).sum::<f64>() / bonus.len().max(1) as f64;
     m.insert("curiosity/intrinsic_reward_mean".into(), mean);
+}
+
+/// The module's Adam state as `curiosity_optimizer.safetensors`; returns Adam's step count.
+pub(crate) fn save_optimizer(opt: &FlatOptimizer, state: &mut LearnerState) -> u64 {
+    let mut map = TensorMap::default();
+    let steps = opt.save("adam", &mut map);
+    state.file("curiosity_optimizer.safetensors", map.to_bytes());
+    steps
+}
+
+/// Restores [`save_optimizer`]'s file for a module of `n_params` parameters.
+pub(crate) fn load_optimizer(
+    ck: &Checkpoint,
+    opt: &mut FlatOptimizer,
+    steps: u64,
+    n_params: usize,
+    device: &Device,
+) -> Result<(), RlError> {
+    let file = ck.path_of("curiosity_optimizer.safetensors");
+    let mut map = TensorMap::from_bytes(ck.file("curiosity_optimizer.safetensors")?, &file)?;
+    Ok(opt.load("adam", &mut map, steps, n_params, &file, device)?)
 }
 
 /// `n` rows of width `d` picked by `rows` (minibatch gathering).

@@ -3,9 +3,9 @@
 //! The prediction error is the intrinsic reward, divided by the running standard deviation
 //! of its discounted, non-episodic sum; the learner sees `ext_coef · r + int_coef · r_int`.
 
-use crate::Transitions;
 use crate::config::RndConfig;
 use crate::loss::{forward_error, masked_mean};
+use crate::{Transitions, load_optimizer, save_optimizer};
 use rl_core::algorithm::{LearnerState, Progress, check_losses, state_entry};
 use rl_core::batch::{host, tensor1, tensor2};
 use rl_core::burn::module::Module;
@@ -210,9 +210,8 @@ impl Rnd {
         let mut nets = TensorMap::default();
         nets.extend_prefixed("target.", module_tensors(&self.target));
         nets.extend_prefixed("predictor.", module_tensors(&self.predictor));
-        let mut opt = TensorMap::default();
-        let steps = self.opt.save("adam", &mut opt);
         let mut state = LearnerState::default();
+        let steps = save_optimizer(&self.opt, &mut state);
         let entry = RndEntry {
             optimizer_steps: steps,
             rng: self.rng.clone(),
@@ -220,7 +219,6 @@ impl Rnd {
         };
         state.insert("curiosity", entry);
         state.file("curiosity.safetensors", nets.to_bytes());
-        state.file("curiosity_optimizer.safetensors", opt.to_bytes());
         state
     }
 
@@ -238,11 +236,8 @@ impl Rnd {
         self.target = load_module_tensors(self.target.clone(), &target, &file, dev)?;
         let predictor = nets.split_off_prefix("predictor.");
         self.predictor = load_module_tensors(self.predictor.clone(), &predictor, &file, dev)?;
-        let file = ck.path_of("curiosity_optimizer.safetensors");
-        let mut map = TensorMap::from_bytes(ck.file("curiosity_optimizer.safetensors")?, &file)?;
         let n = num_params(&self.predictor);
-        self.opt
-            .load("adam", &mut map, e.optimizer_steps, n, &file, dev)?;
+        load_optimizer(ck, &mut self.opt, e.optimizer_steps, n, dev)?;
         if e.stats.obs_rms.mean.len() != self.obs_dim {
             return Err(RlError::Config(ConfigError::new(
                 format!("{}: curiosity.obs_rms", ck.path_of("state.json")),
