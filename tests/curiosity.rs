@@ -1,7 +1,7 @@
 //! The curiosity plugin through the family shells: every online algorithm runs with it, the
 //! on-policy bonus is in the rewards GAE saw, the off-policy bonus is recomputed on each
 //! replayed batch and never stored, resume with the plugin is bit-identical, and the
-//! algorithms that cannot use it refuse it by name.
+//! algorithms that cannot use it (offline, imitation, evolution) refuse it by name.
 
 mod common;
 
@@ -35,7 +35,6 @@ fn every_online_algorithm_trains_with_the_plugin() {
         "trpo",
         "ppg",
         "recurrent_ppo",
-        "gail",
         "impala",
         "appo",
         "dqn",
@@ -178,8 +177,8 @@ fn resume_with_the_plugin_is_bit_identical() {
 }
 
 #[test]
-fn offline_and_evolution_algorithms_refuse_the_plugin_by_name() {
-    for name in ["bc", "marwil", "cql", "es", "ars"] {
+fn offline_imitation_and_evolution_algorithms_refuse_the_plugin_by_name() {
+    for name in ["bc", "marwil", "cql", "gail", "es", "ars"] {
         let y = format!("{}{SMALL_ICM}", common::tiny(name, 64));
         let run = RunConfig::from_yaml(&y, &[], name).unwrap();
         let e = rl::build(&run, &Device::flex())

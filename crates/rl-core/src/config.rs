@@ -199,15 +199,13 @@ fn is_auto(k: &crate::kernels::KernelLevel) -> bool {
 }
 
 impl RunConfig {
-    /// An error naming `curiosity` when the run asks for a plugin that `family` cannot use
-    /// (offline algorithms take no env steps to reward; evolution strategies see returns only).
-    pub fn refuse_curiosity(&self, family: &str) -> Result<(), ConfigError> {
+    /// An error naming `curiosity` when the run asks for a plugin the algorithm cannot use,
+    /// saying `why`.
+    pub fn refuse_curiosity(&self, why: &str) -> Result<(), ConfigError> {
         match self.curiosity {
             Some(_) => Err(ConfigError::new(
                 "curiosity",
-                format!(
-                    "{family} algorithms take no curiosity plugin (it rewards online transitions)"
-                ),
+                format!("{} takes no curiosity plugin: {why}", self.algorithm),
             )),
             None => Ok(()),
         }

@@ -375,7 +375,8 @@ impl<L: Strategy> EvolutionAgent<L> {
     /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters); strategies run
     /// on the host, the device is accepted for a uniform interface.
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, _device: &Device) -> Result<Self, RlError> {
-        run.refuse_curiosity("evolution").map_err(RlError::Config)?;
+        run.refuse_curiosity("evolution strategies learn from episode returns, not transitions")
+            .map_err(RlError::Config)?;
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let (core, params) = EvolutionCore::new(run, make_env, &L::core_settings(&cfg))?;
         let learner = L::build(cfg, params, core.noise.clone());

@@ -439,6 +439,11 @@ impl OnPolicyLearner for GailLearner {
 
     fn build(cfg: GailConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
         let (run, device) = (ctx.run, ctx.device.clone());
+        // The discriminator's reward replaces the rollout's rewards, a curiosity bonus with them.
+        run.refuse_curiosity(
+            "GAIL and AIRL replace the rollout's rewards with the discriminator's",
+        )
+        .map_err(RlError::Config)?;
         let (obs_space, act_space) = (ctx.spaces.0, ctx.spaces.1.clone());
         let data = load_expert(
             &cfg.adversarial.expert_data_path,

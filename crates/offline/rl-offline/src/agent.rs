@@ -77,7 +77,10 @@ impl<L: OfflineLearner> OfflineAgent<L> {
     /// `offline_data.input` the dataset) on `device`; `make_env` builds the env whose spaces
     /// the data must fit (and which evaluations use).
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
-        run.refuse_curiosity("offline").map_err(RlError::Config)?;
+        run.refuse_curiosity(
+            "offline algorithms learn from a dataset, not from their own env steps",
+        )
+        .map_err(RlError::Config)?;
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let settings = L::settings(&cfg);
         let core = OfflineCore::new(run, make_env, None, settings.returns_gamma)?;
