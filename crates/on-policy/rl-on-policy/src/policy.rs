@@ -47,6 +47,15 @@ pub struct PolicyKwargs {
     /// gSDE: `expln` instead of `exp` to keep the standard deviation from growing
     /// exponentially.
     pub use_expln: bool,
+    /// Orthogonal gain of the value head (SB3: 1). A small one starts every state's value
+    /// near 0: with no reward yet, advantages stay near 0 instead of carrying the critic's
+    /// noise (which, normalized, makes the policy drift).
+    #[serde(skip_serializing_if = "is_one")]
+    pub value_gain: f64,
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 impl Default for PolicyKwargs {
@@ -59,6 +68,7 @@ impl Default for PolicyKwargs {
             shared: false,
             full_std: true,
             use_expln: false,
+            value_gain: 1.0,
         }
     }
 }
@@ -182,7 +192,7 @@ impl ActorCritic {
             vf_h.last().copied().unwrap_or(d_in)
         };
         let action_net = head(pi_out, dist.param_dim(), 0.01, rng);
-        let value_net = head(vf_out, 1, 1.0, rng);
+        let value_net = head(vf_out, 1, kw.value_gain, rng);
         let (sde, sde_log_std) = match &dist {
             DistKind::DiagGaussian { dim } if use_sde => {
                 let cols = if kw.full_std { *dim } else { 1 };

@@ -219,3 +219,27 @@ mod gsde {
         assert!(s.is_some());
     }
 }
+
+#[test]
+fn value_gain_scales_the_initial_values() {
+    let device = Device::flex();
+    let (obs, act) = (
+        Space::uniform_box(-1.0, 1.0, &[3]),
+        Space::Discrete { n: 2, start: 0 },
+    );
+    let values = |value_gain: f64| {
+        let kw = PolicyKwargs {
+            value_gain,
+            ..PolicyKwargs::default()
+        };
+        let p = ActorCritic::new(&obs, &act, &kw, &mut Rng::seed_from(4), &device).unwrap();
+        host(p.values(tensor2(vec![0.5, -0.2, 0.9, 0.1, 0.3, -0.7], 2, 3, &device)))
+    };
+    let (one, small) = (values(1.0), values(0.01));
+    for (a, b) in one.iter().zip(&small) {
+        assert!(
+            a.abs() > 1e-3 && (b - 0.01 * a).abs() < 1e-6,
+            "{one:?} vs {small:?}"
+        );
+    }
+}
