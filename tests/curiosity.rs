@@ -15,6 +15,10 @@ use rl::ppo::Ppo;
 /// A small ICM, so that the tests stay quick.
 const SMALL_ICM: &str = "curiosity: {type: icm, feature_dim: 8, feature_net_hiddens: [16], inverse_net_hiddens: [16], forward_net_hiddens: [16], minibatch_size: 16}\n";
 
+/// The algorithms that take no plugin (offline, GAIL/AIRL, evolution); every other one of
+/// `rl::ALGORITHMS` must train with it.
+const REFUSING: [&str; 6] = ["bc", "marwil", "cql", "gail", "es", "ars"];
+
 /// A small RND.
 const SMALL_RND: &str = "curiosity: {type: rnd, feature_dim: 8, target_net_hiddens: [16], predictor_net_hiddens: [16], minibatch_size: 16}\n";
 
@@ -29,20 +33,9 @@ fn frozen_lake(algorithm: &str, kwargs: &str) -> RunConfig {
 
 #[test]
 fn every_online_algorithm_trains_with_the_plugin() {
-    let online = [
-        "ppo",
-        "a2c",
-        "trpo",
-        "ppg",
-        "recurrent_ppo",
-        "impala",
-        "appo",
-        "dqn",
-        "sac",
-        "awr",
-    ];
+    let online = rl::ALGORITHMS.iter().filter(|a| !REFUSING.contains(a));
     for (plugin, loss) in [(SMALL_ICM, "losses/icm_loss"), (SMALL_RND, "losses/rnd")] {
-        for name in online {
+        for &name in online.clone() {
             let y = format!("{}{plugin}", common::tiny(name, 64));
             let run = RunConfig::from_yaml(&y, &[], name).unwrap();
             let mut alg =
@@ -178,7 +171,7 @@ fn resume_with_the_plugin_is_bit_identical() {
 
 #[test]
 fn offline_imitation_and_evolution_algorithms_refuse_the_plugin_by_name() {
-    for name in ["bc", "marwil", "cql", "gail", "es", "ars"] {
+    for name in REFUSING {
         let y = format!("{}{SMALL_ICM}", common::tiny(name, 64));
         let run = RunConfig::from_yaml(&y, &[], name).unwrap();
         let e = rl::build(&run, &Device::flex())

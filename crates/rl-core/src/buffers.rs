@@ -199,22 +199,9 @@ impl RolloutBuffer {
         self.last_dones.extend_from_slice(last_dones);
     }
 
-    /// Computes advantages and returns (see [`compute_gae`]).
-    pub fn compute_returns_and_advantage(
-        &mut self,
-        last_values: &[f32],
-        last_dones: &[f32],
-        gamma: f32,
-        gae_lambda: f32,
-    ) {
-        self.set_last_values(last_values, last_dones);
-        self.recompute_returns_and_advantage(gamma, gae_lambda);
-    }
-
-    /// Recomputes advantages and returns from the last values and dones stored by
-    /// [`compute_returns_and_advantage`](Self::compute_returns_and_advantage) or
-    /// [`set_last_values`](Self::set_last_values), after the rewards changed (GAIL relabels
-    /// them, a curiosity plugin adds its bonus).
+    /// Computes advantages and returns (see [`compute_gae`]) from the last values and dones
+    /// stored by [`set_last_values`](Self::set_last_values); again after the rewards changed
+    /// (GAIL relabels them, a curiosity plugin adds its bonus).
     pub fn recompute_returns_and_advantage(&mut self, gamma: f32, gae_lambda: f32) {
         compute_gae(
             &self.rewards,

@@ -9,6 +9,30 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Scalar metrics of one iteration, by name.
 pub type Metrics = std::collections::BTreeMap<String, f64>;
 
+/// Each metric's mean over several sets (an iteration's updates): sums per name and the
+/// number of sets added.
+#[derive(Debug, Default)]
+pub struct MetricsMean {
+    sums: Metrics,
+    count: usize,
+}
+
+impl MetricsMean {
+    /// Adds one set.
+    pub fn add(&mut self, m: Metrics) {
+        for (k, v) in m {
+            *self.sums.entry(k).or_insert(0.0) += v;
+        }
+        self.count += 1;
+    }
+
+    /// The means (empty when nothing was added).
+    pub fn mean(self) -> Metrics {
+        let n = self.count.max(1) as f64;
+        self.sums.into_iter().map(|(k, v)| (k, v / n)).collect()
+    }
+}
+
 fn crc32c(data: &[u8]) -> u32 {
     // Bitwise CRC-32C (Castagnoli), reflected polynomial 0x82F63B78.
     let mut crc = !0u32;

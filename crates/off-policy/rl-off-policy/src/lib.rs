@@ -17,7 +17,7 @@ use rl_core::burn::module::Module;
 use rl_core::checkpoint::Checkpoint;
 use rl_core::config::{ConfigError, RunConfig, invalid};
 use rl_core::env::{Env, EnvError};
-use rl_core::logger::Metrics;
+use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::params::TensorMap;
 use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta, TransitionBatch};
 use rl_core::vec_env::{EpisodeStats, VecEnv};
@@ -670,21 +670,16 @@ impl OffPolicyCore {
         beta: f64,
         mut update: impl FnMut(&mut TransitionBatch) -> Result<(Metrics, Vec<f32>), RlError>,
     ) -> Result<Metrics, RlError> {
-        let mut sums = Metrics::new();
+        let mut mean = MetricsMean::default();
         for _ in 0..steps {
             let mut batch = self
                 .replay
                 .sample(batch_size, gamma, beta, &mut self.rng_replay);
             let (m, priorities) = update(&mut batch)?;
             self.replay.update_priorities(&batch.indices, &priorities);
-            for (k, v) in m {
-                *sums.entry(k).or_insert(0.0) += v;
-            }
+            mean.add(m);
         }
-        Ok(sums
-            .into_iter()
-            .map(|(k, v)| (k, v / steps.max(1) as f64))
-            .collect())
+        Ok(mean.mean())
     }
 
     /// CleanRL's charts for an iteration: episodes, SPS and time split.

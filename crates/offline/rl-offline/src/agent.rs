@@ -8,7 +8,7 @@ use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
-use rl_core::logger::Metrics;
+use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -142,17 +142,12 @@ impl<L: OfflineLearner> Algorithm for OfflineAgent<L> {
             self.settings.updates_per_iteration,
             self.settings.batch_size,
         );
-        let mut sums = Metrics::new();
+        let mut mean = MetricsMean::default();
         for _ in 0..n {
             let b = self.core.batch(bs)?;
-            for (k, v) in self.learner.update(&b, &self.core.status.progress())? {
-                *sums.entry(k).or_insert(0.0) += v;
-            }
+            mean.add(self.learner.update(&b, &self.core.status.progress())?);
         }
-        let mut m: Metrics = sums
-            .into_iter()
-            .map(|(k, v)| (k, v / n.max(1) as f64))
-            .collect();
+        let mut m = mean.mean();
         self.learner
             .iteration_metrics(&self.core.status.progress(), &mut m);
         self.core.finish_metrics(&mut m, t0);

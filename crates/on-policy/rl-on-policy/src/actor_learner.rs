@@ -19,7 +19,7 @@ use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
-use rl_core::logger::Metrics;
+use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::params::load_module_tensors;
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::vtrace::{VTraceInput, VTraceOutput, vtrace};
@@ -705,9 +705,7 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
         let mut took = Took::default();
-        let mut sums = Metrics::new();
-        let (mut plugin_sums, mut relabelled) = (Metrics::new(), 0usize);
-        let mut updates = 0usize;
+        let (mut updates, mut plugin) = (MetricsMean::default(), MetricsMean::default());
         let (gamma, lambda) = (self.settings.runner.gamma, self.settings.runner.gae_lambda);
         for i in 0..self.settings.num_env_runners {
             let Some(mut batch) = self.next_admitted(i, &mut took)? else {
@@ -718,30 +716,15 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
             if let Some(c) = &mut self.curiosity {
                 let progress = self.status.progress();
                 let buf = &mut batch.buffer;
-                let m = c.relabel_rollout(buf, gamma as f32, lambda as f32, &progress)?;
-                for (k, v) in m {
-                    *plugin_sums.entry(k).or_insert(0.0) += v;
-                }
-                relabelled += 1;
+                plugin.add(c.relabel_rollout(buf, gamma as f32, lambda as f32, &progress)?);
             }
             for b in self.learner.schedule(batch) {
-                let m = self.learner.update(&b, &self.progress())?;
-                for (k, v) in m {
-                    *sums.entry(k).or_insert(0.0) += v;
-                }
-                updates += 1;
+                updates.add(self.learner.update(&b, &self.progress())?);
                 self.updated();
             }
         }
-        let mut m: Metrics = sums
-            .into_iter()
-            .map(|(k, v)| (k, v / updates.max(1) as f64))
-            .collect();
-        m.extend(
-            plugin_sums
-                .into_iter()
-                .map(|(k, v)| (k, v / relabelled.max(1) as f64)),
-        );
+        let mut m = updates.mean();
+        m.extend(plugin.mean());
         let progress = self.progress();
         self.learner.iteration_metrics(&progress, &mut m);
         self.finish(&mut m, &took, t0)?;

@@ -81,81 +81,72 @@ fn ppo_pendulum_seed2_within_200k() {
     pendulum(2);
 }
 
-/// FrozenLake 8×8 with holes, 14-step limit, one-hot observations: PPO + ICM reaches the goal
-/// greedily (return ≥ 0.9) within 300k steps, evaluations every 10k.
-fn frozen_lake_icm(seed: u64) {
-    let (hit, evals) = first_reaching("ppo_icm_frozenlake8x8.yaml", seed, 10_000, 0.9);
-    println!("PPO + ICM FrozenLake 8x8 seed {seed} evaluations: {evals:?}");
-    assert!(
-        hit.is_some_and(|s| s <= 300_000),
-        "never reached 0.9 within 300k: {evals:?}"
-    );
+/// A curiosity config's pair (`yaml`, evaluations every `every` steps up to its budget):
+/// with its plugin PPO reaches the goal greedily (return ≥ 0.9); without it, never.
+fn curiosity_pair(yaml: &str, seed: u64, every: u64, curiosity: bool) {
+    let mut run = config(yaml, &[format!("seed={seed}")]);
+    if !curiosity {
+        run.curiosity = None;
+    }
+    let threshold = if curiosity { 0.9 } else { 1e-9 };
+    let (hit, evals) = testing::first_reaching(&mut agent(&run), &run, every, threshold);
+    println!("PPO (curiosity {curiosity}) {yaml} seed {seed} evaluations: {evals:?}");
+    match curiosity {
+        true => assert!(hit.is_some(), "never reached 0.9: {evals:?}"),
+        false => {
+            assert!(
+                hit.is_none(),
+                "reached the goal without curiosity: {evals:?}"
+            );
+            assert_eq!(evals.len() as u64, run.total_timesteps / every, "{evals:?}");
+        }
+    }
 }
 
-/// The control: the same run without curiosity never reaches the goal greedily.
-fn frozen_lake_without_curiosity(seed: u64) {
-    let mut run = config("ppo_icm_frozenlake8x8.yaml", &[format!("seed={seed}")]);
-    run.curiosity = None;
-    let (hit, evals) = testing::first_reaching(&mut agent(&run), &run, 10_000, 1e-9);
-    println!("PPO without curiosity FrozenLake 8x8 seed {seed} evaluations: {evals:?}");
-    assert!(
-        hit.is_none(),
-        "reached the goal without curiosity: {evals:?}"
-    );
-    assert_eq!(evals.len(), 30, "{evals:?}");
+/// FrozenLake 8×8 with holes, 14-step limit, one-hot observations: PPO + ICM within 300k,
+/// evaluations every 10k (or, `false`, the control without curiosity).
+fn frozen_lake_8x8(seed: u64, curiosity: bool) {
+    curiosity_pair("ppo_icm_frozenlake8x8.yaml", seed, 10_000, curiosity);
+}
+
+/// RLlib's curiosity example: FrozenLake 12×12, all frozen, 22-step limit, within 2M,
+/// evaluations every 100k.
+fn frozen_lake_12x12(seed: u64, curiosity: bool) {
+    curiosity_pair("ppo_icm_frozenlake12x12.yaml", seed, 100_000, curiosity);
 }
 
 #[test]
 fn ppo_icm_frozenlake8x8_seed0_within_300k() {
-    frozen_lake_icm(0);
+    frozen_lake_8x8(0, true);
 }
 
 #[test]
 fn ppo_frozenlake8x8_without_curiosity_seed0_stays_at_0() {
-    frozen_lake_without_curiosity(0);
+    frozen_lake_8x8(0, false);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_icm_frozenlake8x8_seed1_within_300k() {
-    frozen_lake_icm(1);
+    frozen_lake_8x8(1, true);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_icm_frozenlake8x8_seed2_within_300k() {
-    frozen_lake_icm(2);
+    frozen_lake_8x8(2, true);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_frozenlake8x8_without_curiosity_seed1_stays_at_0() {
-    frozen_lake_without_curiosity(1);
+    frozen_lake_8x8(1, false);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_frozenlake8x8_without_curiosity_seed2_stays_at_0() {
-    frozen_lake_without_curiosity(2);
-}
-
-/// RLlib's curiosity example: FrozenLake 12×12, all frozen, 22-step limit. PPO + ICM reaches the
-/// goal greedily within 2M steps (evaluations every 100k); without curiosity, never.
-fn frozen_lake_12x12(seed: u64, curiosity: bool) {
-    let mut run = config("ppo_icm_frozenlake12x12.yaml", &[format!("seed={seed}")]);
-    if !curiosity {
-        run.curiosity = None;
-    }
-    let threshold = if curiosity { 0.9 } else { 1e-9 };
-    let (hit, evals) = testing::first_reaching(&mut agent(&run), &run, 100_000, threshold);
-    println!("PPO (curiosity {curiosity}) FrozenLake 12x12 seed {seed} evaluations: {evals:?}");
-    match curiosity {
-        true => assert!(hit.is_some(), "never reached 0.9 within 2M: {evals:?}"),
-        false => assert!(
-            hit.is_none(),
-            "reached the goal without curiosity: {evals:?}"
-        ),
-    }
+    frozen_lake_8x8(2, false);
 }
 
 #[test]

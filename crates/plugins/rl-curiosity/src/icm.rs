@@ -124,14 +124,21 @@ impl Icm {
         epochs: Option<usize>,
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
-        let bonus = self.rewards(t);
-        let mut m = self.train(t, epochs.unwrap_or(self.cfg.num_epochs), progress)?;
+        let actions = self.encode_actions(t.actions, t.n);
+        let bonus = self.bonus(t, &actions);
+        let epochs = epochs.unwrap_or(self.cfg.num_epochs);
+        let mut m = self.train_encoded(t, &actions, epochs, progress)?;
         add_bonus(rewards, &bonus, &mut m);
         Ok(m)
     }
 
     /// `η · ½‖φ̂(s′) − φ(s′)‖²` of each transition, with the module's inference copy.
     pub fn rewards(&self, t: &Transitions) -> Vec<f32> {
+        self.bonus(t, &self.encode_actions(t.actions, t.n))
+    }
+
+    /// [`rewards`](Self::rewards) with the actions already encoded.
+    fn bonus(&self, t: &Transitions, actions: &[f32]) -> Vec<f32> {
         if t.n == 0 {
             return Vec::new();
         }
@@ -141,7 +148,7 @@ impl Icm {
         let out = model.forward(
             tensor2(t.obs.to_vec(), n, od, &dev),
             tensor2(t.next_obs.to_vec(), n, od, &dev),
-            tensor2(self.encode_actions(t.actions, n), n, ad, &dev),
+            tensor2(actions.to_vec(), n, ad, &dev),
         );
         let eta = self.cfg.intrinsic_reward_coeff as f32;
         host(forward_error(out.predicted_next_phi, out.next_phi))
@@ -158,8 +165,19 @@ impl Icm {
         epochs: usize,
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
+        let actions = self.encode_actions(t.actions, t.n);
+        self.train_encoded(t, &actions, epochs, progress)
+    }
+
+    /// [`train`](Self::train) with the actions already encoded.
+    fn train_encoded(
+        &mut self,
+        t: &Transitions,
+        actions: &[f32],
+        epochs: usize,
+        progress: &Progress,
+    ) -> Result<Metrics, RlError> {
         let (n, od, ad) = (t.n, self.obs_dim, self.act_dim);
-        let actions = self.encode_actions(t.actions, n);
         let mb = self.cfg.minibatch_size.min(n.max(1));
         let beta = self.cfg.forward_loss_weight;
         let (mut fwd_sum, mut inv_sum, mut steps) = (0.0, 0.0, 0usize);
@@ -170,7 +188,7 @@ impl Icm {
                 let k = rows.len();
                 let obs = tensor2(gather(t.obs, od, rows), k, od, &dev);
                 let next = tensor2(gather(t.next_obs, od, rows), k, od, &dev);
-                let act = tensor2(gather(&actions, ad, rows), k, ad, &dev);
+                let act = tensor2(gather(actions, ad, rows), k, ad, &dev);
                 let out = self.model.forward(obs, next, act.clone());
                 let target = match self.cfg.detach_forward_target {
                     true => out.next_phi.clone().detach(),
