@@ -325,6 +325,16 @@ pub fn from_kwargs_with_part<T: AlgoConfig, P: DeserializeOwned>(
     Ok(cfg)
 }
 
+/// [`from_kwargs_with_part`] with two shared parts `P` and `Q` (disjoint keys).
+pub fn from_kwargs_with_parts<T: AlgoConfig, P: DeserializeOwned, Q: DeserializeOwned>(
+    kw: &serde_json::Map<String, serde_json::Value>,
+    set: impl FnOnce(&mut T, P, Q),
+) -> Result<T, ConfigError> {
+    let (q, rest) = split_keys::<Q>(kw);
+    let q = strict(serde_json::Value::Object(q), "algo_kwargs")?;
+    from_kwargs_with_part(&rest, |cfg: &mut T, p| set(cfg, p, q))
+}
+
 /// Every key a serde struct accepts: its fields' names and their aliases, as serde's derive
 /// lists them (tables that repeat a config's keys are checked against this).
 pub fn accepted_keys<T: DeserializeOwned>() -> Vec<&'static str> {
@@ -358,6 +368,44 @@ pub fn accepted_keys<T: DeserializeOwned>() -> Vec<&'static str> {
 /// `Err(ConfigError)` for `algo_kwargs.<field>`: the form every `validate` uses.
 pub fn invalid<T>(field: &str, message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError::new(format!("algo_kwargs.{field}"), message))
+}
+
+/// The range checks configs share, each error naming `algo_kwargs.<field>` with the same
+/// words everywhere.
+pub mod check {
+    use super::{ConfigError, invalid};
+
+    /// Counts and sizes: each must be at least 1.
+    pub fn at_least_one(fields: &[(&str, usize)]) -> Result<(), ConfigError> {
+        match fields.iter().find(|(_, v)| *v == 0) {
+            Some((f, _)) => invalid(f, "must be at least 1"),
+            None => Ok(()),
+        }
+    }
+
+    /// Discounts, λ and fractions: in [0, 1].
+    pub fn unit_interval(field: &str, v: f64) -> Result<(), ConfigError> {
+        match (0.0..=1.0).contains(&v) {
+            true => Ok(()),
+            false => invalid(field, "must be in [0, 1]"),
+        }
+    }
+
+    /// Step sizes and scales: above 0 (NaN refused).
+    pub fn positive(field: &str, v: f64) -> Result<(), ConfigError> {
+        match v > 0.0 {
+            true => Ok(()),
+            false => invalid(field, "must be positive"),
+        }
+    }
+
+    /// A global-norm gradient clip: none, or above 0.
+    pub fn grad_clip(field: &str, v: Option<f64>) -> Result<(), ConfigError> {
+        match v {
+            Some(g) if !(g > 0.0) => invalid(field, "must be positive (or null for no clipping)"),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,87 +1,68 @@
 //! ARS hyperparameters: the seed table, sb3-contrib's names as aliases.
 
-use rl_core::config::AlgoConfig;
-use rl_evolution::{CoreSettings, HiddenActivation, PolicyArch};
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
+use rl_evolution::{CoreSettings, HiddenActivation, PolicyArch, PolicyKeys};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// ARS hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct ArsConfig {
     /// Step size α of the parameter update.
+    #[default(0.02)]
     #[serde(alias = "learning_rate")]
     pub step_size: f64,
     /// Exploration noise ν of the perturbations.
+    #[default(0.03)]
     #[serde(alias = "delta_std")]
     pub noise_std: f64,
     /// Directions sampled per iteration (each evaluated at `θ + νδ` and `θ − νδ`).
+    #[default(60)]
     #[serde(alias = "n_delta")]
     pub n_directions: usize,
     /// Directions kept for the update (the best by `max(r₊, r₋)`; V1/V2 without -t: all).
+    #[default(20)]
     #[serde(alias = "n_top")]
     pub n_top_directions: usize,
     /// Episodes per perturbation, their mean return its score (sb3-contrib's name; both signs
     /// of a direction see the same starts).
+    #[default(1)]
     pub n_eval_episodes: usize,
     /// Worker threads, one env each.
+    #[default(8)]
     #[serde(alias = "num_actors", alias = "num_env_runners")]
     pub num_workers: usize,
-    /// Normalize observations with the statistics of all earlier iterations (ARS V2).
-    pub normalize_obs: bool,
     /// `linear` (the paper's) or `mlp`.
+    #[default(PolicyArch::Linear)]
     pub policy: PolicyArch,
     /// Hidden layers of an MLP policy.
+    #[default(vec![64, 64])]
     pub net_arch: Vec<usize>,
     /// Hidden activation of an MLP policy (`tanh` or `relu`).
+    #[default(HiddenActivation::Relu)]
     #[serde(alias = "activation_fn")]
     pub activation: HiddenActivation,
-    /// Biases in the layers (default: for an MLP, not for a linear policy).
-    #[serde(alias = "with_bias")]
-    pub bias: Option<bool>,
-    /// Box actions: `tanh` outputs rescaled onto the bounds, else clipped outputs (default:
-    /// for an MLP, not for a linear policy, as sb3-contrib).
-    pub squash_output: Option<bool>,
-    /// Draws in the shared noise table.
-    pub noise_table_size: usize,
-}
-
-impl Default for ArsConfig {
-    fn default() -> Self {
-        Self {
-            step_size: 0.02,
-            noise_std: 0.03,
-            n_directions: 60,
-            n_top_directions: 20,
-            n_eval_episodes: 1,
-            num_workers: 8,
-            normalize_obs: true,
-            policy: PolicyArch::Linear,
-            net_arch: vec![64, 64],
-            activation: HiddenActivation::Relu,
-            bias: None,
-            squash_output: None,
-            noise_table_size: 10_000_000,
-        }
-    }
+    /// The policy keys shared with OpenAI-ES (flat in YAML: `normalize_obs`, `bias`,
+    /// `squash_output`, `noise_table_size`).
+    #[serde(flatten, skip_deserializing)]
+    pub shared: PolicyKeys,
 }
 
 impl ArsConfig {
     /// The shell's settings.
     pub fn core(&self) -> CoreSettings {
-        CoreSettings {
-            num_workers: self.num_workers,
-            policy: self.policy,
-            net_arch: self.net_arch.clone(),
-            activation: self.activation,
-            bias: self.bias.unwrap_or(self.policy == PolicyArch::Mlp),
-            squash_output: self.squash_output.unwrap_or(self.policy == PolicyArch::Mlp),
-            normalize_obs: self.normalize_obs,
-            noise_table_size: self.noise_table_size,
-        }
+        let (n, arch) = (self.num_workers, &self.net_arch);
+        self.shared.settings(n, self.policy, arch, self.activation)
     }
 }
 
 impl AlgoConfig for ArsConfig {
+    /// The shared policy keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
+    }
+
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if !(self.step_size > 0.0) {

@@ -1,91 +1,71 @@
 //! OpenAI-ES hyperparameters: the seed table, OpenAI's / RLlib's names as aliases.
 
-use rl_core::config::AlgoConfig;
-use rl_evolution::{CoreSettings, FitnessShaping, HiddenActivation, PolicyArch};
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
+use rl_evolution::{CoreSettings, FitnessShaping, HiddenActivation, PolicyArch, PolicyKeys};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// OpenAI-ES hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct EsConfig {
     /// Adam step size.
+    #[default(0.01)]
     #[serde(alias = "lr", alias = "stepsize")]
     pub learning_rate: f64,
     /// Standard deviation σ of the parameter noise.
+    #[default(0.02)]
     #[serde(alias = "noise_stdev", alias = "sigma")]
     pub noise_std: f64,
     /// Episodes per iteration (with `antithetic`, `pop_size / 2` mirrored pairs).
+    #[default(256)]
     #[serde(alias = "episodes_per_batch")]
     pub pop_size: usize,
     /// Worker threads, one env each.
+    #[default(16)]
     #[serde(alias = "num_actors", alias = "num_env_runners")]
     pub num_workers: usize,
     /// L2 coefficient (weight decay added to the negated gradient).
+    #[default(0.005)]
     #[serde(alias = "l2coeff")]
     pub l2_coef: f64,
     /// `centered_rank` or `none`.
+    #[default(FitnessShaping::CenteredRank)]
     #[serde(alias = "fitness_shaping")]
     pub reward_shaping: FitnessShaping,
     /// Mirrored sampling: each ε evaluated at `θ + σε` and `θ − σε`.
+    #[default(true)]
     pub antithetic: bool,
-    /// Normalize observations with running statistics.
-    #[serde(alias = "observation_filter_on")]
-    pub normalize_obs: bool,
     /// `mlp` (default) or `linear`.
+    #[default(PolicyArch::Mlp)]
     pub policy: PolicyArch,
     /// Hidden tanh layers of the MLP policy.
+    #[default(vec![32, 32])]
     pub net_arch: Vec<usize>,
     /// Hidden activation of an MLP policy (`tanh` or `relu`).
+    #[default(HiddenActivation::Tanh)]
     #[serde(alias = "activation_fn")]
     pub activation: HiddenActivation,
-    /// Biases in the layers (default: for an MLP, not for a linear policy).
-    #[serde(alias = "with_bias")]
-    pub bias: Option<bool>,
-    /// Box actions: `tanh` outputs rescaled onto the bounds, else clipped outputs (default:
-    /// for an MLP, not for a linear policy, as sb3-contrib).
-    pub squash_output: Option<bool>,
-    /// Draws in the shared noise table.
-    pub noise_table_size: usize,
-}
-
-impl Default for EsConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: 0.01,
-            noise_std: 0.02,
-            pop_size: 256,
-            num_workers: 16,
-            l2_coef: 0.005,
-            reward_shaping: FitnessShaping::CenteredRank,
-            antithetic: true,
-            normalize_obs: true,
-            policy: PolicyArch::Mlp,
-            net_arch: vec![32, 32],
-            activation: HiddenActivation::Tanh,
-            bias: None,
-            squash_output: None,
-            noise_table_size: 10_000_000,
-        }
-    }
+    /// The policy keys shared with ARS (flat in YAML: `normalize_obs`, `bias`,
+    /// `squash_output`, `noise_table_size`).
+    #[serde(flatten, skip_deserializing)]
+    pub shared: PolicyKeys,
 }
 
 impl EsConfig {
     /// The shell's settings.
     pub fn core(&self) -> CoreSettings {
-        CoreSettings {
-            num_workers: self.num_workers,
-            policy: self.policy,
-            net_arch: self.net_arch.clone(),
-            activation: self.activation,
-            bias: self.bias.unwrap_or(self.policy == PolicyArch::Mlp),
-            squash_output: self.squash_output.unwrap_or(self.policy == PolicyArch::Mlp),
-            normalize_obs: self.normalize_obs,
-            noise_table_size: self.noise_table_size,
-        }
+        let (n, arch) = (self.num_workers, &self.net_arch);
+        self.shared.settings(n, self.policy, arch, self.activation)
     }
 }
 
 impl AlgoConfig for EsConfig {
+    /// The shared policy keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
+    }
+
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         if !(self.learning_rate > 0.0) {
@@ -107,5 +87,39 @@ impl AlgoConfig for EsConfig {
             return err("l2_coef", "must be non-negative");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<EsConfig, ConfigError> {
+        EsConfig::from_kwargs(v.as_object().expect("a table"))
+    }
+
+    #[test]
+    fn shared_policy_keys_and_own_keys_in_one_flat_table() {
+        let c = parse(json!({"observation_filter_on": false, "with_bias": true, "pop_size": 8}))
+            .unwrap();
+        assert!(!c.shared.normalize_obs && c.shared.bias == Some(true));
+        assert_eq!(c.pop_size, 8);
+        // The saved config (flat, canonical names) reads back the same.
+        let saved = serde_json::to_value(&c).unwrap();
+        assert_eq!(saved["normalize_obs"], json!(false));
+        assert_eq!(parse(saved).unwrap(), c);
+        assert_eq!(parse(json!({})).unwrap(), EsConfig::default());
+        for (bad, field) in [
+            (
+                json!({"noise_table_size": "many"}),
+                "algo_kwargs.noise_table_size",
+            ),
+            (json!({"pop_size": "many"}), "algo_kwargs.pop_size"),
+            (json!({"normalise_obs": true}), "algo_kwargs"),
+        ] {
+            let e = parse(bad.clone()).unwrap_err();
+            assert!(e.field.starts_with(field), "{bad}: {e}");
+        }
     }
 }

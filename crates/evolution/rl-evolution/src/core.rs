@@ -15,6 +15,7 @@ use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +39,52 @@ pub struct CoreSettings {
     pub normalize_obs: bool,
     /// Draws in the shared noise table.
     pub noise_table_size: usize,
+}
+
+/// The policy keys OpenAI-ES and ARS share, with the same defaults. Flat in their YAML
+/// tables: the configs embed it with `#[serde(flatten, skip_deserializing)]` and read it with
+/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part). (`num_workers`,
+/// `policy`, `net_arch` and `activation` stay with each config: their defaults differ.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyKeys {
+    /// Normalize observations with running statistics.
+    #[default(true)]
+    #[serde(alias = "observation_filter_on")]
+    pub normalize_obs: bool,
+    /// Biases in the layers (default: for an MLP, not for a linear policy).
+    #[serde(alias = "with_bias")]
+    pub bias: Option<bool>,
+    /// Box actions: `tanh` outputs rescaled onto the bounds, else clipped outputs (default:
+    /// for an MLP, not for a linear policy, as sb3-contrib).
+    pub squash_output: Option<bool>,
+    /// Draws in the shared noise table.
+    #[default(10_000_000)]
+    pub noise_table_size: usize,
+}
+
+impl PolicyKeys {
+    /// The shell's settings, with the algorithm's own `num_workers`, `policy`, `net_arch` and
+    /// `activation`.
+    pub fn settings(
+        &self,
+        num_workers: usize,
+        policy: PolicyArch,
+        net_arch: &[usize],
+        activation: HiddenActivation,
+    ) -> CoreSettings {
+        let mlp = policy == PolicyArch::Mlp;
+        CoreSettings {
+            num_workers,
+            policy,
+            net_arch: net_arch.to_vec(),
+            activation,
+            bias: self.bias.unwrap_or(mlp),
+            squash_output: self.squash_output.unwrap_or(mlp),
+            normalize_obs: self.normalize_obs,
+            noise_table_size: self.noise_table_size,
+        }
+    }
 }
 
 /// Counters, generator and statistics the shell saves in `state.json` (the strategy's
@@ -470,5 +517,42 @@ impl<L: Strategy> Algorithm for EvolutionAgent<L> {
         ));
         write_checkpoint(dir, L::NAME, &files)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_keys_are_the_documented_list() {
+        // The one list of the policy keys OpenAI-ES and ARS share, aliases included.
+        assert_eq!(
+            rl_core::config::accepted_keys::<PolicyKeys>(),
+            [
+                "normalize_obs",
+                "observation_filter_on",
+                "bias",
+                "with_bias",
+                "squash_output",
+                "noise_table_size",
+            ]
+        );
+    }
+
+    #[test]
+    fn bias_and_squashing_default_to_the_policy_kind() {
+        let keys = PolicyKeys::default();
+        let mlp = keys.settings(2, PolicyArch::Mlp, &[8], HiddenActivation::Tanh);
+        assert!(mlp.bias && mlp.squash_output && mlp.normalize_obs);
+        assert_eq!((mlp.num_workers, mlp.net_arch), (2, vec![8]));
+        let linear = keys.settings(2, PolicyArch::Linear, &[8], HiddenActivation::Tanh);
+        assert!(!linear.bias && !linear.squash_output);
+        let given = PolicyKeys {
+            bias: Some(false),
+            ..keys
+        };
+        let s = given.settings(1, PolicyArch::Mlp, &[], HiddenActivation::Relu);
+        assert!(!s.bias && s.squash_output);
     }
 }

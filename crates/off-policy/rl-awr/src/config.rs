@@ -5,72 +5,70 @@ use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
 use rl_on_policy::{NetArch, PolicyKwargs};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// AWR hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct AwrConfig {
     /// Adam step size of both networks.
+    #[default(Schedule::Constant(5e-4))]
     #[serde(alias = "lr")]
     pub learning_rate: Schedule,
     /// Transitions per gradient step.
+    #[default(256)]
     pub batch_size: usize,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// TD(λ) of the value targets.
+    #[default(0.95)]
     #[serde(alias = "lambda_", alias = "td_lambda")]
     pub gae_lambda: f64,
     /// Temperature β of the weights `exp(A / β)`.
+    #[default(0.05)]
     #[serde(alias = "temperature", alias = "temp")]
     pub beta: f64,
     /// Upper bound of the weights.
+    #[default(20.0)]
     #[serde(alias = "weight_clip")]
     pub max_weight: f64,
     /// Env steps per env between updates.
+    #[default(2048)]
     #[serde(alias = "samples_per_iter")]
     pub n_steps: usize,
     /// The replay of recent samples (transitions).
+    #[default(50_000)]
     pub buffer_size: usize,
     /// Value-function gradient steps per update.
+    #[default(200)]
     #[serde(alias = "critic_steps")]
     pub value_steps: usize,
     /// Policy gradient steps per update.
+    #[default(1000)]
     #[serde(alias = "actor_steps")]
     pub policy_steps: usize,
     /// Standardize advantages over the buffer before weighting (the reference
     /// implementation does).
+    #[default(true)]
     pub normalize_advantage: bool,
     /// Global-norm gradient clipping (null: none).
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Save the replay buffer with checkpoints.
+    #[default(false)]
     pub store_buffer_in_checkpoints: bool,
     /// Network shape (the policy and the value function have separate networks).
+    #[default(awr_networks())]
     pub policy_kwargs: PolicyKwargs,
 }
 
-impl Default for AwrConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(5e-4),
-            batch_size: 256,
-            gamma: 0.99,
-            gae_lambda: 0.95,
-            beta: 0.05,
-            max_weight: 20.0,
-            n_steps: 2048,
-            buffer_size: 50_000,
-            value_steps: 200,
-            policy_steps: 1000,
-            normalize_advantage: true,
-            max_grad_norm: None,
-            store_buffer_in_checkpoints: false,
-            policy_kwargs: PolicyKwargs {
-                net_arch: NetArch::Same(vec![128, 64]),
-                activation_fn: rl_core::nn::Activation::Relu,
-                ..PolicyKwargs::default()
-            },
-        }
+/// The reference implementation's networks: separate [128, 64] ReLU MLPs.
+fn awr_networks() -> PolicyKwargs {
+    PolicyKwargs {
+        net_arch: NetArch::Same(vec![128, 64]),
+        activation_fn: rl_core::nn::Activation::Relu,
+        ..PolicyKwargs::default()
     }
 }
 

@@ -6,6 +6,7 @@ use rl_core::nn::Activation;
 use rl_core::schedule::Schedule;
 use rl_off_policy::{ReplayKeys, TargetUpdate};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// TD loss on the (non-distributional) Q-values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -19,76 +20,88 @@ pub enum TdLoss {
 }
 
 /// Network shape (SB3's `policy_kwargs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct QPolicyKwargs {
     /// Hidden layers of the shared trunk.
+    #[default(vec![64, 64])]
     #[serde(alias = "fcnet_hiddens")]
     pub net_arch: Vec<usize>,
     /// Activation of hidden layers.
+    #[default(Activation::Relu)]
     #[serde(alias = "fcnet_activation")]
     pub activation_fn: Activation,
 }
 
-impl Default for QPolicyKwargs {
-    fn default() -> Self {
-        Self {
-            net_arch: vec![64, 64],
-            activation_fn: Activation::Relu,
-        }
-    }
-}
-
 /// DQN hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct DqnConfig {
     /// Adam step size: a number, `lin_<v>` or `[[t, v], …]`.
+    #[default(Schedule::Constant(1e-4))]
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
     /// Transitions per gradient step.
+    #[default(32)]
     #[serde(alias = "train_batch_size")]
     pub batch_size: usize,
     /// Target update coefficient (1: hard copy).
+    #[default(1.0)]
     pub tau: f64,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// Vector-env steps between updates.
+    #[default(4)]
     pub train_freq: usize,
     /// Env steps between target-network updates.
+    #[default(10_000)]
     #[serde(alias = "target_network_update_freq")]
     pub target_update_interval: u64,
     /// Fraction of training over which ε falls from initial to final.
+    #[default(0.1)]
     pub exploration_fraction: f64,
     /// ε at the start.
+    #[default(1.0)]
     pub exploration_initial_eps: f64,
     /// ε after `exploration_fraction`.
+    #[default(0.05)]
     pub exploration_final_eps: f64,
     /// RLlib's ε schedule `[[t, v], …]` (or a number); overrides the three above.
     pub epsilon: Option<Schedule>,
     /// Global-norm gradient clipping (null: none).
+    #[default(Some(10.0))]
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Adam ε.
+    #[default(1e-8)]
     #[serde(alias = "adam_epsilon")]
     pub adam_eps: f64,
     /// Double Q-learning: the online net picks the next action, the target net values it.
+    #[default(false)]
     pub double_q: bool,
     /// Dueling heads: value and advantage branches.
+    #[default(false)]
     pub dueling: bool,
     /// Hidden layers of each head branch (after the trunk).
     pub hiddens: Vec<usize>,
     /// Atoms of the return distribution (1: plain Q-values; > 1: C51).
+    #[default(1)]
     pub num_atoms: usize,
     /// Lowest atom.
+    #[default(-10.0)]
     pub v_min: f64,
     /// Highest atom.
+    #[default(10.0)]
     pub v_max: f64,
     /// Factorised-Gaussian noisy layers in the heads.
+    #[default(false)]
     pub noisy: bool,
     /// Initial noise scale σ₀ of noisy layers.
+    #[default(0.5)]
     pub sigma0: f64,
     /// TD loss (non-distributional).
+    #[default(TdLoss::Huber)]
     pub td_error_loss_fn: TdLoss,
     /// Network shape.
     pub policy_kwargs: QPolicyKwargs,
@@ -97,36 +110,6 @@ pub struct DqnConfig {
     /// `prioritized_replay*`, `store_buffer_in_checkpoints`).
     #[serde(flatten, skip_deserializing)]
     pub replay: ReplayKeys,
-}
-
-impl Default for DqnConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(1e-4),
-            batch_size: 32,
-            tau: 1.0,
-            gamma: 0.99,
-            train_freq: 4,
-            target_update_interval: 10_000,
-            exploration_fraction: 0.1,
-            exploration_initial_eps: 1.0,
-            exploration_final_eps: 0.05,
-            epsilon: None,
-            max_grad_norm: Some(10.0),
-            adam_eps: 1e-8,
-            double_q: false,
-            dueling: false,
-            hiddens: Vec::new(),
-            num_atoms: 1,
-            v_min: -10.0,
-            v_max: 10.0,
-            noisy: false,
-            sigma0: 0.5,
-            td_error_loss_fn: TdLoss::Huber,
-            replay: ReplayKeys::default(),
-            policy_kwargs: QPolicyKwargs::default(),
-        }
-    }
 }
 
 impl DqnConfig {

@@ -23,6 +23,7 @@ use rl_core::replay::{NStep, PerParams, Replay, ReplayConfig, ReplayMeta, Transi
 use rl_core::vec_env::{EpisodeStats, VecEnv};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// State of a [`Collector`] that must survive a checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,48 +246,40 @@ pub fn linear_epsilon(
 /// names as aliases). Flat in their YAML tables: the configs embed it with
 /// `#[serde(flatten, skip_deserializing)]` and read it with
 /// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplayKeys {
     /// Replay capacity (transitions).
+    #[default(1_000_000)]
     #[serde(alias = "replay_buffer_capacity")]
     pub buffer_size: usize,
     /// Env steps of random actions before learning starts.
+    #[default(100)]
     #[serde(alias = "num_steps_sampled_before_learning_starts")]
     pub learning_starts: u64,
     /// Gradient steps per update (−1: one per env step collected).
+    #[default(1)]
     pub gradient_steps: i64,
     /// Replayed ÷ sampled transitions; overrides `train_freq`/`gradient_steps` when set.
     pub training_intensity: Option<f64>,
     /// n-step returns: `n` or a range `[lo, hi]` drawn per sample.
+    #[default(NStep::Fixed(1))]
     pub n_step: NStep,
     /// Proportional prioritized replay.
+    #[default(false)]
     pub prioritized_replay: bool,
     /// PER α.
+    #[default(0.6)]
     pub prioritized_replay_alpha: f64,
     /// PER β at the start (annealed to 1 by the end of training).
+    #[default(0.4)]
     pub prioritized_replay_beta: f64,
     /// PER ε added to the priorities.
+    #[default(1e-6)]
     pub prioritized_replay_eps: f64,
     /// Save the replay buffer with checkpoints.
+    #[default(false)]
     pub store_buffer_in_checkpoints: bool,
-}
-
-impl Default for ReplayKeys {
-    fn default() -> Self {
-        Self {
-            buffer_size: 1_000_000,
-            learning_starts: 100,
-            gradient_steps: 1,
-            training_intensity: None,
-            n_step: NStep::Fixed(1),
-            prioritized_replay: false,
-            prioritized_replay_alpha: 0.6,
-            prioritized_replay_beta: 0.4,
-            prioritized_replay_eps: 1e-6,
-            store_buffer_in_checkpoints: false,
-        }
-    }
 }
 
 impl ReplayKeys {

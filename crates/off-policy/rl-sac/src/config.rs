@@ -6,6 +6,7 @@ use rl_core::nn::Activation;
 use rl_core::schedule::Schedule;
 use rl_off_policy::ReplayKeys;
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// A number, or `"auto"` / `"auto_<init>"` (SB3's `ent_coef` and `target_entropy`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,31 +37,25 @@ impl AutoOr {
 }
 
 /// Network shape (SB3's `policy_kwargs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct SacPolicyKwargs {
     /// Hidden layers of the actor and of each critic.
+    #[default(vec![256, 256])]
     #[serde(alias = "fcnet_hiddens")]
     pub net_arch: Vec<usize>,
     /// Hidden activation.
+    #[default(Activation::Relu)]
     #[serde(alias = "fcnet_activation")]
     pub activation_fn: Activation,
 }
 
-impl Default for SacPolicyKwargs {
-    fn default() -> Self {
-        Self {
-            net_arch: vec![256, 256],
-            activation_fn: Activation::Relu,
-        }
-    }
-}
-
 /// SAC hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct SacConfig {
     /// Step size of every optimizer unless `actor_lr`/`critic_lr`/`alpha_lr` are set.
+    #[default(Schedule::Constant(3e-4))]
     #[serde(alias = "lr")]
     pub learning_rate: Schedule,
     /// Actor step size (a number or schedule).
@@ -71,31 +66,41 @@ pub struct SacConfig {
     #[serde(alias = "entropy_learning_rate")]
     pub alpha_lr: Option<Schedule>,
     /// Transitions per gradient step.
+    #[default(256)]
     #[serde(alias = "train_batch_size")]
     pub batch_size: usize,
     /// Polyak coefficient of the target critics.
+    #[default(0.005)]
     pub tau: f64,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// Vector-env steps between updates.
+    #[default(1)]
     pub train_freq: usize,
     /// Gradient steps between target updates.
+    #[default(1)]
     #[serde(alias = "target_network_update_freq")]
     pub target_update_interval: u64,
     /// Entropy coefficient α: a number, or `auto`/`auto_<init>` to learn it.
+    #[default(AutoOr::Auto("auto".into()))]
     pub ent_coef: AutoOr,
     /// Initial α when learned (RLlib's name; overrides `auto_<init>`).
     pub initial_alpha: Option<f64>,
     /// Target entropy: `auto` (−|A| continuous; 0.98·log|A| discrete) or a number.
+    #[default(AutoOr::Auto("auto".into()))]
     pub target_entropy: AutoOr,
     /// Two critics, the minimum taken (false: one).
+    #[default(true)]
     pub twin_q: bool,
     /// Clip env actions to the bounds (squashed actions are inside them already).
+    #[default(false)]
     pub clip_actions: bool,
     /// Global-norm gradient clipping per network (null: none).
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// gSDE (not available for SAC yet: must be false).
+    #[default(false)]
     pub use_sde: bool,
     /// Network shape.
     pub policy_kwargs: SacPolicyKwargs,
@@ -104,31 +109,6 @@ pub struct SacConfig {
     /// `prioritized_replay*`, `store_buffer_in_checkpoints`).
     #[serde(flatten, skip_deserializing)]
     pub replay: ReplayKeys,
-}
-
-impl Default for SacConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(3e-4),
-            actor_lr: None,
-            critic_lr: None,
-            alpha_lr: None,
-            batch_size: 256,
-            tau: 0.005,
-            gamma: 0.99,
-            train_freq: 1,
-            target_update_interval: 1,
-            ent_coef: AutoOr::Auto("auto".into()),
-            initial_alpha: None,
-            target_entropy: AutoOr::Auto("auto".into()),
-            twin_q: true,
-            clip_actions: false,
-            max_grad_norm: None,
-            use_sde: false,
-            replay: ReplayKeys::default(),
-            policy_kwargs: SacPolicyKwargs::default(),
-        }
-    }
 }
 
 impl SacConfig {

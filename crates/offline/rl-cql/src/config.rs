@@ -6,12 +6,14 @@ use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
 use rl_sac::{AutoOr, SacPolicyKwargs};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// CQL hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct CqlConfig {
     /// Adam step size of every network (and of α, α′).
+    #[default(Schedule::Constant(3e-4))]
     #[serde(alias = "lr")]
     pub learning_rate: Schedule,
     /// Actor step size (default: `learning_rate`).
@@ -19,69 +21,57 @@ pub struct CqlConfig {
     /// Critic step size (default: `learning_rate`).
     pub critic_lr: Option<Schedule>,
     /// Dataset rows per gradient step.
+    #[default(256)]
     #[serde(alias = "train_batch_size", alias = "train_batch_size_per_learner")]
     pub batch_size: usize,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// Polyak coefficient of the target critics.
+    #[default(0.005)]
     pub tau: f64,
     /// Gradient steps between target updates.
+    #[default(1)]
     pub target_update_interval: u64,
     /// Entropy coefficient α: a number, or `auto[_init]` to learn it (continuous).
+    #[default(AutoOr::Auto("auto".into()))]
     #[serde(alias = "initial_alpha")]
     pub ent_coef: AutoOr,
     /// Entropy target when α is learned (`auto`: −action dims).
+    #[default(AutoOr::Auto("auto".into()))]
     pub target_entropy: AutoOr,
     /// Two critics (continuous).
+    #[default(true)]
     pub twin_q: bool,
     /// Gradient steps whose actor loss is behaviour cloning of the data's actions.
+    #[default(20_000)]
     pub bc_iters: u64,
     /// Temperature of the log-sum-exp over sampled actions.
+    #[default(1.0)]
     pub temperature: f64,
     /// Actions sampled per state (random, policy at s, policy at s′) for the CQL term.
+    #[default(10)]
     pub num_actions: usize,
     /// Tune the CQL weight α′ so the conservative gap stays near `lagrangian_thresh`.
+    #[default(false)]
     pub lagrangian: bool,
     /// Target of the conservative gap with `lagrangian`.
+    #[default(5.0)]
     pub lagrangian_thresh: f64,
     /// Weight of the CQL term.
+    #[default(5.0)]
     pub min_q_weight: f64,
     /// Leave the entropy term out of the TD target.
+    #[default(true)]
     pub deterministic_backup: bool,
     /// Global-norm gradient clipping (null: none).
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Gradient steps per training iteration.
+    #[default(1)]
     pub updates_per_iteration: usize,
     /// Network shape of the actor and each critic (or the Q-network).
     pub policy_kwargs: SacPolicyKwargs,
-}
-
-impl Default for CqlConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(3e-4),
-            actor_lr: None,
-            critic_lr: None,
-            batch_size: 256,
-            gamma: 0.99,
-            tau: 0.005,
-            target_update_interval: 1,
-            ent_coef: AutoOr::Auto("auto".into()),
-            target_entropy: AutoOr::Auto("auto".into()),
-            twin_q: true,
-            bc_iters: 20_000,
-            temperature: 1.0,
-            num_actions: 10,
-            lagrangian: false,
-            lagrangian_thresh: 5.0,
-            min_q_weight: 5.0,
-            deterministic_backup: true,
-            max_grad_norm: None,
-            updates_per_iteration: 1,
-            policy_kwargs: SacPolicyKwargs::default(),
-        }
-    }
 }
 
 impl CqlConfig {

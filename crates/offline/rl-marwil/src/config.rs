@@ -5,58 +5,56 @@ use rl_core::config::AlgoConfig;
 use rl_core::schedule::Schedule;
 use rl_on_policy::{NetArch, PolicyKwargs};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// MARWIL hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct MarwilConfig {
     /// Adam step size.
+    #[default(Schedule::Constant(1e-4))]
     #[serde(alias = "lr")]
     pub learning_rate: Schedule,
     /// Dataset rows per gradient step.
+    #[default(2048)]
     #[serde(alias = "train_batch_size", alias = "train_batch_size_per_learner")]
     pub batch_size: usize,
     /// Discount of the returns the value function fits.
+    #[default(0.99)]
     pub gamma: f64,
     /// Advantage weighting: 0 is behaviour cloning.
+    #[default(1.0)]
     pub beta: f64,
     /// Weight of the value loss.
+    #[default(1.0)]
     #[serde(alias = "vf_coeff")]
     pub vf_coef: f64,
     /// Weight of the mean log-std bonus (Gaussian policies): keeps the cloned policy's spread.
+    #[default(0.0)]
     #[serde(alias = "bc_logstd_coeff")]
     pub bc_logstd_coef: f64,
     /// Rate of the moving average of the squared advantage norm.
+    #[default(1e-8)]
     pub moving_average_sqd_adv_norm_update_rate: f64,
     /// Its starting value.
+    #[default(100.0)]
     pub moving_average_sqd_adv_norm_start: f64,
     /// Global-norm gradient clipping (null: none).
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Gradient steps per training iteration.
+    #[default(1)]
     pub updates_per_iteration: usize,
     /// Network shape (separate policy and value networks).
+    #[default(marwil_networks())]
     pub policy_kwargs: PolicyKwargs,
 }
 
-impl Default for MarwilConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(1e-4),
-            batch_size: 2048,
-            gamma: 0.99,
-            beta: 1.0,
-            vf_coef: 1.0,
-            bc_logstd_coef: 0.0,
-            moving_average_sqd_adv_norm_update_rate: 1e-8,
-            moving_average_sqd_adv_norm_start: 100.0,
-            max_grad_norm: None,
-            updates_per_iteration: 1,
-            policy_kwargs: PolicyKwargs {
-                net_arch: NetArch::Same(vec![256, 256]),
-                ..PolicyKwargs::default()
-            },
-        }
+/// RLlib's MARWIL networks: separate [256, 256] MLPs.
+fn marwil_networks() -> PolicyKwargs {
+    PolicyKwargs {
+        net_arch: NetArch::Same(vec![256, 256]),
+        ..PolicyKwargs::default()
     }
 }
 

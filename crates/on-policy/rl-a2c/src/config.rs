@@ -1,68 +1,61 @@
 //! A2C hyperparameters: the seed table / SB3 names and defaults; RLlib's names accepted as
 //! aliases.
 
-use rl_core::config::AlgoConfig;
+use rl_core::config::{AlgoConfig, ConfigError, check};
 use rl_core::optim::OptimizerKind;
 use rl_core::schedule::Schedule;
 use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// A2C hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct A2cConfig {
     /// Step size: a number, `lin_<v>` or `[[t, v], …]`.
+    #[default(Schedule::Constant(7e-4))]
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
     /// Steps per env per update.
+    #[default(5)]
     #[serde(alias = "rollout_fragment_length")]
     pub n_steps: usize,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// GAE λ (1.0: plain n-step returns, as A2C).
+    #[default(1.0)]
     #[serde(alias = "lambda_", alias = "lambda")]
     pub gae_lambda: f64,
     /// Entropy bonus coefficient.
+    #[default(0.01)]
     #[serde(alias = "entropy_coeff")]
     pub ent_coef: f64,
     /// Value loss coefficient.
+    #[default(0.5)]
     #[serde(alias = "vf_loss_coeff")]
     pub vf_coef: f64,
     /// Clip gradients by their global norm (none when null).
+    #[default(Some(0.5))]
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Normalize the advantages of each update.
+    #[default(false)]
     pub normalize_advantage: bool,
     /// RMSprop (SB3's default for A2C: alpha 0.99, momentum 0, not centered); Adam when false.
+    #[default(true)]
     pub use_rms_prop: bool,
     /// RMSprop epsilon (outside the square root, as torch).
+    #[default(1e-5)]
     pub rms_prop_eps: f64,
     /// Generalized state-dependent exploration (gSDE) for Box action spaces.
+    #[default(false)]
     pub use_sde: bool,
     /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
+    #[default(-1)]
     pub sde_sample_freq: i64,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
-}
-
-impl Default for A2cConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(7e-4),
-            n_steps: 5,
-            gamma: 0.99,
-            gae_lambda: 1.0,
-            ent_coef: 0.01,
-            vf_coef: 0.5,
-            max_grad_norm: Some(0.5),
-            normalize_advantage: false,
-            use_rms_prop: true,
-            rms_prop_eps: 1e-5,
-            use_sde: false,
-            sde_sample_freq: -1,
-            policy_kwargs: PolicyKwargs::default(),
-        }
-    }
 }
 
 impl A2cConfig {
@@ -95,35 +88,10 @@ impl ActorCriticConfig for A2cConfig {
 
 impl AlgoConfig for A2cConfig {
     /// Range checks with messages naming the field.
-    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
-        if self.n_steps == 0 {
-            return err("n_steps", "must be at least 1");
-        }
-        if !(0.0..=1.0).contains(&self.gamma) {
-            return err("gamma", "must be in [0, 1]");
-        }
-        if !(0.0..=1.0).contains(&self.gae_lambda) {
-            return err("gae_lambda", "must be in [0, 1]");
-        }
-        if self.learning_rate.initial() <= 0.0 {
-            return err("learning_rate", "must be positive");
-        }
-        if !(self.rms_prop_eps > 0.0) {
-            return err("rms_prop_eps", "must be positive");
-        }
-        if self.max_grad_norm.is_some_and(|g| !(g > 0.0)) {
-            return err(
-                "max_grad_norm",
-                "must be positive (or null for no clipping)",
-            );
-        }
-        if self.sde_sample_freq == 0 || self.sde_sample_freq < -1 {
-            return err(
-                "sde_sample_freq",
-                "must be -1 (once per rollout) or positive",
-            );
-        }
-        Ok(())
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.rollout_settings().validate()?;
+        check::positive("learning_rate", self.learning_rate.initial())?;
+        check::positive("rms_prop_eps", self.rms_prop_eps)?;
+        check::grad_clip("max_grad_norm", self.max_grad_norm)
     }
 }

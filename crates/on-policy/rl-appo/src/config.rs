@@ -1,74 +1,91 @@
 //! APPO hyperparameters: the seed table plus RLlib's options.
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_parts};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
-use rl_on_policy::actor_learner::RunnerKeys;
+use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// APPO hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct AppoConfig {
     /// Adam step size (number or schedule).
+    #[default(Schedule::Constant(3e-4))]
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
     /// Steps per env in one runner batch.
+    #[default(128)]
     #[serde(alias = "rollout_fragment_length")]
     pub n_steps: usize,
     /// Minibatch size (steps).
+    #[default(256)]
     #[serde(alias = "minibatch_size")]
     pub batch_size: usize,
     /// Passes over a batch each time the learner trains on it.
+    #[default(4)]
     #[serde(alias = "num_epochs")]
     pub n_epochs: usize,
     /// Surrogate clipping ε.
+    #[default(0.2)]
     #[serde(alias = "clip_param")]
     pub clip_range: f64,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// Advantages by V-trace (else GAE from the runners' behaviour values).
+    #[default(true)]
     pub vtrace: bool,
     /// With `vtrace: false`: GAE advantages (else λ = 1, discounted returns minus values).
+    #[default(true)]
     pub use_gae: bool,
     /// GAE λ (with `vtrace: false` and `use_gae`).
+    #[default(1.0)]
     #[serde(alias = "lambda_", alias = "lambda")]
     pub gae_lambda: f64,
-    /// V-trace ρ̄.
-    #[serde(alias = "vtrace_clip_rho_threshold")]
-    pub vtrace_clip_rho: f64,
-    /// V-trace c̄.
-    #[serde(alias = "vtrace_clip_c_threshold")]
-    pub vtrace_clip_c: f64,
     /// Entropy bonus (number or schedule).
+    #[default(Schedule::Constant(0.01))]
     #[serde(alias = "entropy_coeff", alias = "entropy_coeff_schedule")]
     pub ent_coef: Schedule,
     /// Value loss coefficient.
+    #[default(0.5)]
     #[serde(alias = "vf_loss_coeff")]
     pub vf_coef: f64,
     /// Env runner threads.
+    #[default(16)]
     #[serde(alias = "num_actors", alias = "num_workers")]
     pub num_env_runners: usize,
     /// Add `kl_coeff · KL(target ‖ current)` to the loss.
+    #[default(false)]
     pub use_kl_loss: bool,
     /// Initial KL coefficient (adapted towards `kl_target`).
+    #[default(1.0)]
     pub kl_coeff: f64,
     /// KL the coefficient aims at (×1.5 above 2·target, ×0.5 below target/2).
+    #[default(0.01)]
     pub kl_target: f64,
     /// Learner updates between target-network updates.
+    #[default(1)]
     pub target_network_update_freq: u64,
     /// Target update `target ← τ·policy + (1 − τ)·target`.
+    #[default(1.0)]
     pub tau: f64,
     /// Upper clip of the importance ratio target/behaviour in the surrogate.
+    #[default(2.0)]
     pub target_worker_clipping: f64,
     /// Batches the circular buffer holds.
+    #[default(4)]
     pub circular_buffer_num_batches: usize,
     /// Times each batch is trained on before it leaves the buffer.
+    #[default(2)]
     pub circular_buffer_iterations_per_batch: usize,
     /// Global gradient-norm clip (None: off).
+    #[default(Some(40.0))]
     #[serde(alias = "max_grad_norm")]
     pub grad_clip: Option<f64>,
     /// Adam ε.
+    #[default(1e-7)]
     #[serde(alias = "adam_eps")]
     pub epsilon: f64,
     /// Network architecture and initialization.
@@ -78,50 +95,21 @@ pub struct AppoConfig {
     /// `lockstep`).
     #[serde(flatten, skip_deserializing)]
     pub runners: RunnerKeys,
-}
-
-impl Default for AppoConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(3e-4),
-            n_steps: 128,
-            batch_size: 256,
-            n_epochs: 4,
-            clip_range: 0.2,
-            gamma: 0.99,
-            vtrace: true,
-            use_gae: true,
-            gae_lambda: 1.0,
-            vtrace_clip_rho: 1.0,
-            vtrace_clip_c: 1.0,
-            ent_coef: Schedule::Constant(0.01),
-            vf_coef: 0.5,
-            num_env_runners: 16,
-            use_kl_loss: false,
-            kl_coeff: 1.0,
-            kl_target: 0.01,
-            target_network_update_freq: 1,
-            tau: 1.0,
-            target_worker_clipping: 2.0,
-            circular_buffer_num_batches: 4,
-            circular_buffer_iterations_per_batch: 2,
-            grad_clip: Some(40.0),
-            epsilon: 1e-7,
-            policy_kwargs: PolicyKwargs::default(),
-            runners: RunnerKeys::default(),
-        }
-    }
+    /// V-trace's truncation thresholds (flat in YAML: `vtrace_clip_rho`, `vtrace_clip_c`).
+    #[serde(flatten, skip_deserializing)]
+    pub clipping: VtraceKeys,
 }
 
 impl AlgoConfig for AppoConfig {
     /// The shared runner keys are read apart from the rest (both strictly).
     fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
-        from_kwargs_with_part(kw, |c: &mut Self, r| c.runners = r)
+        from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
     }
 
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         self.runners.validate()?;
+        self.clipping.validate()?;
         for (f, v) in [
             ("n_steps", self.n_steps),
             ("batch_size", self.batch_size),

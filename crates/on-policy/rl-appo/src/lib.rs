@@ -114,8 +114,8 @@ impl Learner for AppoLearner {
                 &values,
                 &boot,
                 cfg.gamma,
-                cfg.vtrace_clip_rho,
-                cfg.vtrace_clip_c,
+                cfg.clipping.vtrace_clip_rho,
+                cfg.clipping.vtrace_clip_c,
             );
             let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
             (f(&vt.pg_advantages), f(&vt.vs))

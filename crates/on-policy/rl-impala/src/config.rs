@@ -1,11 +1,12 @@
 //! IMPALA hyperparameters: the seed table plus RLlib's options (RLlib names as given, SB3-style
 //! aliases where the seed uses them).
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
+use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_parts};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
-use rl_on_policy::actor_learner::RunnerKeys;
+use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// The learner's optimizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,46 +19,53 @@ pub enum OptType {
 }
 
 /// IMPALA hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct ImpalaConfig {
     /// Step size: a number, `lin_<v>` or RLlib's `[[t, v], …]` (`lr_schedule`).
+    #[default(Schedule::Constant(5e-4))]
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
     /// Steps per env in one runner batch.
+    #[default(20)]
     #[serde(alias = "rollout_fragment_length")]
     pub n_steps: usize,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
-    /// V-trace ρ̄ (also the policy gradient's truncation).
-    #[serde(alias = "vtrace_clip_rho_threshold")]
-    pub vtrace_clip_rho: f64,
-    /// V-trace c̄.
-    #[serde(alias = "vtrace_clip_c_threshold")]
-    pub vtrace_clip_c: f64,
     /// Entropy bonus: a number or a schedule (`entropy_coeff_schedule`).
+    #[default(Schedule::Constant(0.01))]
     #[serde(alias = "entropy_coeff", alias = "entropy_coeff_schedule")]
     pub ent_coef: Schedule,
     /// Value loss coefficient.
+    #[default(0.5)]
     #[serde(alias = "vf_loss_coeff")]
     pub vf_coef: f64,
     /// Env runner threads.
+    #[default(32)]
     #[serde(alias = "num_actors", alias = "num_workers")]
     pub num_env_runners: usize,
     /// Replayed batches per new batch (`p`: ⌊p⌋ plus one more with probability p − ⌊p⌋).
+    #[default(0.0)]
     pub replay_proportion: f64,
     /// Batches kept for replay.
+    #[default(0)]
     pub replay_buffer_num_slots: usize,
     /// Global gradient-norm clip (None: off).
+    #[default(Some(40.0))]
     #[serde(alias = "max_grad_norm")]
     pub grad_clip: Option<f64>,
     /// `adam` or `rmsprop`.
+    #[default(OptType::Adam)]
     pub opt_type: OptType,
     /// RMSprop smoothing.
+    #[default(0.99)]
     pub decay: f64,
     /// RMSprop momentum (only 0 is supported).
+    #[default(0.0)]
     pub momentum: f64,
     /// Optimizer ε.
+    #[default(1e-7)]
     pub epsilon: f64,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
@@ -66,49 +74,26 @@ pub struct ImpalaConfig {
     /// `lockstep`).
     #[serde(flatten, skip_deserializing)]
     pub runners: RunnerKeys,
-}
-
-impl Default for ImpalaConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(5e-4),
-            n_steps: 20,
-            gamma: 0.99,
-            vtrace_clip_rho: 1.0,
-            vtrace_clip_c: 1.0,
-            ent_coef: Schedule::Constant(0.01),
-            vf_coef: 0.5,
-            num_env_runners: 32,
-            replay_proportion: 0.0,
-            replay_buffer_num_slots: 0,
-            grad_clip: Some(40.0),
-            opt_type: OptType::Adam,
-            decay: 0.99,
-            momentum: 0.0,
-            epsilon: 1e-7,
-            policy_kwargs: PolicyKwargs::default(),
-            runners: RunnerKeys::default(),
-        }
-    }
+    /// V-trace's truncation thresholds (flat in YAML: `vtrace_clip_rho`, `vtrace_clip_c`).
+    #[serde(flatten, skip_deserializing)]
+    pub clipping: VtraceKeys,
 }
 
 impl AlgoConfig for ImpalaConfig {
     /// The shared runner keys are read apart from the rest (both strictly).
     fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
-        from_kwargs_with_part(kw, |c: &mut Self, r| c.runners = r)
+        from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
     }
 
     fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
         self.runners.validate()?;
+        self.clipping.validate()?;
         if self.n_steps == 0 {
             return err("n_steps", "must be at least 1");
         }
         if !(0.0..=1.0).contains(&self.gamma) {
             return err("gamma", "must be in [0, 1]");
-        }
-        if self.vtrace_clip_rho <= 0.0 || self.vtrace_clip_c <= 0.0 {
-            return err("vtrace_clip_rho", "ρ̄ and c̄ must be positive");
         }
         if self.num_env_runners == 0 {
             return err("num_env_runners", "must be at least 1");
@@ -159,5 +144,16 @@ mod tests {
         assert_eq!(parse(saved).unwrap(), c);
         let e = parse(json!({"learner_queue_timeout": "soon"})).unwrap_err();
         assert_eq!(e.field, "algo_kwargs.learner_queue_timeout", "{e}");
+        // The V-trace part, under RLlib's older names too; its checks name the key.
+        let c = parse(json!({"vtrace_clip_rho_threshold": 2.0, "n_steps": 7})).unwrap();
+        assert_eq!(
+            (c.clipping.vtrace_clip_rho, c.clipping.vtrace_clip_c),
+            (2.0, 1.0)
+        );
+        assert_eq!(c.n_steps, 7);
+        let e = parse(json!({"vtrace_clip_c": -1.0})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.vtrace_clip_c", "{e}");
+        let e = parse(json!({"vtrace_clip_rho": "big"})).unwrap_err();
+        assert_eq!(e.field, "algo_kwargs.vtrace_clip_rho", "{e}");
     }
 }

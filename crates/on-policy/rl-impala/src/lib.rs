@@ -102,8 +102,8 @@ impl Learner for ImpalaLearner {
             &values,
             &bootstrap,
             cfg.gamma,
-            cfg.vtrace_clip_rho,
-            cfg.vtrace_clip_c,
+            cfg.clipping.vtrace_clip_rho,
+            cfg.clipping.vtrace_clip_c,
         );
         let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
         let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));

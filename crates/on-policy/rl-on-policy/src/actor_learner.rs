@@ -18,7 +18,7 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
-use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig, check};
 use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::params::load_module_tensors;
 use rl_core::vec_env::{EpisodeStats, VecEnv};
@@ -27,6 +27,7 @@ use rl_core::{RlError, Rng};
 use rl_curiosity::{Curiosity, load_plugin, save_plugin};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
+use smart_default::SmartDefault;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -345,39 +346,56 @@ pub struct LearnerSettings {
     pub runner: RunnerSettings,
 }
 
+/// V-trace's truncation thresholds, IMPALA's and APPO's alike (RLlib's APPO config extends
+/// IMPALA's). Flat in their YAML tables, beside [`RunnerKeys`]: the configs read both with
+/// [`from_kwargs_with_parts`](rl_core::config::from_kwargs_with_parts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
+#[serde(deny_unknown_fields, default)]
+pub struct VtraceKeys {
+    /// ρ̄: truncation of the importance weights in the value targets (and of the policy
+    /// gradient's).
+    #[default(1.0)]
+    #[serde(alias = "vtrace_clip_rho_threshold")]
+    pub vtrace_clip_rho: f64,
+    /// c̄: truncation of the trace-cutting weights.
+    #[default(1.0)]
+    #[serde(alias = "vtrace_clip_c_threshold")]
+    pub vtrace_clip_c: f64,
+}
+
+impl VtraceKeys {
+    /// Range checks with messages naming the field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check::positive("vtrace_clip_rho", self.vtrace_clip_rho)?;
+        check::positive("vtrace_clip_c", self.vtrace_clip_c)
+    }
+}
+
 /// The runner and queue keys IMPALA and APPO share, with the same defaults (RLlib's names;
 /// older RLlib names as aliases). Flat in their YAML tables: the configs embed it with
 /// `#[serde(flatten, skip_deserializing)]` and read it with
 /// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunnerKeys {
     /// Envs per runner.
+    #[default(1)]
     #[serde(alias = "num_envs_per_worker")]
     pub num_envs_per_env_runner: usize,
     /// Batches the learner queue holds before runners block.
+    #[default(16)]
     pub learner_queue_size: usize,
     /// Seconds the learner waits for a batch before failing.
+    #[default(300.0)]
     pub learner_queue_timeout: f64,
     /// Learner updates between weight broadcasts.
+    #[default(1)]
     pub broadcast_interval: u64,
     /// Batches produced more than this many learner versions ago are dropped (None: never).
     pub max_policy_lag: Option<u64>,
     /// Runners and learner take turns in a fixed order (reproducible; no threads).
+    #[default(false)]
     pub lockstep: bool,
-}
-
-impl Default for RunnerKeys {
-    fn default() -> Self {
-        Self {
-            num_envs_per_env_runner: 1,
-            learner_queue_size: 16,
-            learner_queue_timeout: 300.0,
-            broadcast_interval: 1,
-            max_policy_lag: None,
-            lockstep: false,
-        }
-    }
 }
 
 impl RunnerKeys {
@@ -851,5 +869,27 @@ mod tests {
                 "lockstep",
             ]
         );
+    }
+
+    #[test]
+    fn vtrace_keys_are_the_documented_list_and_checked() {
+        assert_eq!(
+            rl_core::config::accepted_keys::<VtraceKeys>(),
+            [
+                "vtrace_clip_rho",
+                "vtrace_clip_rho_threshold",
+                "vtrace_clip_c",
+                "vtrace_clip_c_threshold",
+            ]
+        );
+        let bad = VtraceKeys {
+            vtrace_clip_c: 0.0,
+            ..VtraceKeys::default()
+        };
+        assert_eq!(
+            bad.validate().unwrap_err().field,
+            "algo_kwargs.vtrace_clip_c"
+        );
+        assert!(VtraceKeys::default().validate().is_ok());
     }
 }

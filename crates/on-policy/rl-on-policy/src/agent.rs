@@ -10,7 +10,7 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::{Device, Tensor};
 use rl_core::checkpoint::{Checkpoint, read_json, read_module, read_run, write_checkpoint};
-use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig, check, invalid};
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::{TensorMap, flat_grads, num_params};
@@ -276,6 +276,8 @@ pub struct RolloutSettings {
     pub gae_lambda: f64,
     /// gSDE: `Some(sde_sample_freq)` when the config asks for it (`use_sde`).
     pub sde_sample_freq: Option<i64>,
+    /// The config's `sde_sample_freq` as given, for [`RolloutSettings::validate`].
+    sde_sample_freq_key: i64,
 }
 
 impl RolloutSettings {
@@ -287,6 +289,22 @@ impl RolloutSettings {
             gamma,
             gae_lambda,
             sde_sample_freq: use_sde.then_some(sde_freq),
+            sde_sample_freq_key: sde_freq,
+        }
+    }
+
+    /// Range checks of the keys these settings come from, each error naming its field
+    /// (`sde_sample_freq` is checked with gSDE off too: a bad value is a typo either way).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check::at_least_one(&[("n_steps", self.n_steps)])?;
+        check::unit_interval("gamma", self.gamma)?;
+        check::unit_interval("gae_lambda", self.gae_lambda)?;
+        match self.sde_sample_freq_key == -1 || self.sde_sample_freq_key > 0 {
+            true => Ok(()),
+            false => invalid(
+                "sde_sample_freq",
+                "must be -1 (once per rollout) or positive",
+            ),
         }
     }
 }

@@ -9,6 +9,7 @@ use rl_core::distributions::DistKind;
 use rl_core::nn::{Activation, Mlp, MlpConfig, linear_orthogonal};
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// Network architecture: one list for a shared trunk, or separate `pi` / `vf` lists (SB3's
 /// `net_arch`).
@@ -27,50 +28,43 @@ pub enum NetArch {
 }
 
 /// `policy_kwargs` of the on-policy algorithms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct PolicyKwargs {
     /// Hidden layers.
+    #[default(NetArch::Same(vec![64, 64]))]
     pub net_arch: NetArch,
     /// Hidden activation (`tanh`, `relu`, `silu`, `elu`).
+    #[default(Activation::Tanh)]
     #[serde(alias = "activation")]
     pub activation_fn: Activation,
     /// Orthogonal initialization with SB3's gains (otherwise torch's default `Linear` init).
+    #[default(true)]
     pub ortho_init: bool,
     /// Initial `log_std` of Gaussian policies.
+    #[default(0.0)]
     pub log_std_init: f64,
     /// One trunk for policy and value (SB3's `share_features_extractor` with shared layers).
+    #[default(false)]
     pub shared: bool,
     /// gSDE: one exploration weight per latent feature and action dimension (else one per
     /// latent feature).
+    #[default(true)]
     pub full_std: bool,
     /// gSDE: `expln` instead of `exp` to keep the standard deviation from growing
     /// exponentially.
+    #[default(false)]
     pub use_expln: bool,
     /// Orthogonal gain of the value head (SB3: 1). A small one starts every state's value
     /// near 0: with no reward yet, advantages stay near 0 instead of carrying the critic's
     /// noise (which, normalized, makes the policy drift).
+    #[default(1.0)]
     #[serde(skip_serializing_if = "is_one")]
     pub value_gain: f64,
 }
 
 fn is_one(v: &f64) -> bool {
     *v == 1.0
-}
-
-impl Default for PolicyKwargs {
-    fn default() -> Self {
-        Self {
-            net_arch: NetArch::Same(vec![64, 64]),
-            activation_fn: Activation::Tanh,
-            ortho_init: true,
-            log_std_init: 0.0,
-            shared: false,
-            full_std: true,
-            use_expln: false,
-            value_gain: 1.0,
-        }
-    }
 }
 
 /// What the policy outputs for a batch of observations.

@@ -5,78 +5,71 @@ use rl_core::schedule::Schedule;
 use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
 use rl_ppo::PpoConfig;
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// PPG hyperparameters (`algo_kwargs` of a run config).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct PpgConfig {
     /// Adam step size of both phases: a number, `lin_<v>` or `[[t, v], …]`.
+    #[default(Schedule::Constant(5e-4))]
     #[serde(alias = "lr", alias = "lr_schedule")]
     pub learning_rate: Schedule,
     /// Steps per env per rollout.
+    #[default(256)]
     #[serde(alias = "rollout_fragment_length")]
     pub n_steps: usize,
     /// Minibatch size of the policy phase.
+    #[default(64)]
     #[serde(alias = "minibatch_size")]
     pub batch_size: usize,
     /// Passes over each rollout in the policy phase (E_π).
+    #[default(1)]
     pub n_policy_epochs: usize,
     /// Passes over the auxiliary buffer in the auxiliary phase (E_aux).
+    #[default(6)]
     pub n_aux_epochs: usize,
     /// Policy-phase iterations (rollouts) between auxiliary phases (N_π).
+    #[default(32)]
     pub n_policy_iters: usize,
     /// Minibatch size of the auxiliary phase.
+    #[default(256)]
     pub aux_batch_size: usize,
     /// Weight of the behaviour-cloning KL in the auxiliary phase (β_clone).
+    #[default(1.0)]
     pub beta_clone: f64,
     /// Surrogate clipping ε.
+    #[default(Schedule::Constant(0.2))]
     #[serde(alias = "clip_param")]
     pub clip_range: Schedule,
     /// Discount.
+    #[default(0.99)]
     pub gamma: f64,
     /// GAE λ.
+    #[default(0.95)]
     #[serde(alias = "lambda_", alias = "lambda")]
     pub gae_lambda: f64,
     /// Entropy bonus coefficient (policy phase).
+    #[default(0.01)]
     #[serde(alias = "entropy_coeff")]
     pub ent_coef: f64,
     /// Value loss coefficient (policy phase).
+    #[default(0.5)]
     #[serde(alias = "vf_loss_coeff")]
     pub vf_coef: f64,
     /// Clip gradients by their global norm (both phases; none when null).
+    #[default(Some(0.5))]
     #[serde(alias = "grad_clip")]
     pub max_grad_norm: Option<f64>,
     /// Normalize advantages per minibatch.
+    #[default(true)]
     pub normalize_advantage: bool,
     /// Adam epsilon.
+    #[default(1e-5)]
     #[serde(alias = "adam_epsilon")]
     pub adam_eps: f64,
     /// Policy and value networks (separate: PPG's point is to keep them apart).
     pub policy_kwargs: PolicyKwargs,
-}
-
-impl Default for PpgConfig {
-    fn default() -> Self {
-        Self {
-            learning_rate: Schedule::Constant(5e-4),
-            n_steps: 256,
-            batch_size: 64,
-            n_policy_epochs: 1,
-            n_aux_epochs: 6,
-            n_policy_iters: 32,
-            aux_batch_size: 256,
-            beta_clone: 1.0,
-            clip_range: Schedule::Constant(0.2),
-            gamma: 0.99,
-            gae_lambda: 0.95,
-            ent_coef: 0.01,
-            vf_coef: 0.5,
-            max_grad_norm: Some(0.5),
-            normalize_advantage: true,
-            adam_eps: 1e-5,
-            policy_kwargs: PolicyKwargs::default(),
-        }
-    }
 }
 
 impl PpgConfig {

@@ -238,13 +238,10 @@ impl OnPolicyLearner for PpoLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "ppo";
 
+    /// The minibatch order comes from the run's `minibatch` generator.
     fn build(cfg: PpoConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
-        Ok(Self::new(
-            cfg,
-            policy,
-            ctx.device.clone(),
-            ctx.rng("minibatch"),
-        ))
+        let rng = ctx.rng("minibatch");
+        Ok(Self::new(cfg, policy, ctx.device.clone(), rng))
     }
 
     fn config(&self) -> &PpoConfig {

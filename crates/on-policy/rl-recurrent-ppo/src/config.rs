@@ -7,36 +7,30 @@ use rl_core::schedule::Schedule;
 use rl_ppo::PpoConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+use smart_default::SmartDefault;
 
 /// The LSTM part of the configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct LstmSettings {
     /// LSTM units.
+    #[default(256)]
     pub lstm_hidden_size: usize,
     /// Stacked LSTM layers.
+    #[default(1)]
     pub n_lstm_layers: usize,
     /// The critic reads the actor's LSTM output (detached) instead of its own LSTM.
+    #[default(false)]
     pub shared_lstm: bool,
     /// A separate critic LSTM (sb3-contrib's `enable_critic_lstm`; must be true unless
     /// `shared_lstm`).
+    #[default(true)]
     pub enable_critic_lstm: bool,
     /// Truncated backpropagation through time: training sequences hold at most this many
     /// steps (RLlib's `max_seq_len`).
+    #[default(16)]
     #[serde(alias = "max_seq_len")]
     pub sequence_length: usize,
-}
-
-impl Default for LstmSettings {
-    fn default() -> Self {
-        Self {
-            lstm_hidden_size: 256,
-            n_lstm_layers: 1,
-            shared_lstm: false,
-            enable_critic_lstm: true,
-            sequence_length: 16,
-        }
-    }
 }
 
 /// Recurrent PPO hyperparameters (`algo_kwargs` of a run config).

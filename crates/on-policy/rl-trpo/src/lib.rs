@@ -211,13 +211,10 @@ impl OnPolicyLearner for TrpoLearner {
     type Policy = ActorCritic;
     const NAME: &'static str = "trpo";
 
+    /// The value function's minibatch order comes from the run's `minibatch` generator.
     fn build(cfg: TrpoConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
-        Ok(Self::new(
-            cfg,
-            policy,
-            ctx.device.clone(),
-            ctx.rng("minibatch"),
-        ))
+        let rng = ctx.rng("minibatch");
+        Ok(Self::new(cfg, policy, ctx.device.clone(), rng))
     }
 
     fn config(&self) -> &TrpoConfig {

@@ -5,6 +5,7 @@
 use rl_core::config::{ConfigError, strict};
 use rl_core::nn::Activation;
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 /// `curiosity: {type: icm, ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,33 +30,45 @@ impl CuriosityConfig {
 }
 
 /// ICM hyperparameters (RLlib's names; `lr` is the module's own Adam step size).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct IcmConfig {
     /// Scale η of the intrinsic reward `η · ½‖φ̂(s′) − φ(s′)‖²` added to the env's reward.
+    #[default(0.05)]
     pub intrinsic_reward_coeff: f64,
     /// β in the module's loss `(1 − β)·inverse + β·forward`.
+    #[default(0.2)]
     pub forward_loss_weight: f64,
     /// Size of the feature vector φ(s).
+    #[default(288)]
     pub feature_dim: usize,
     /// Hidden layers of the feature net (observation → φ).
+    #[default(vec![256, 256])]
     pub feature_net_hiddens: Vec<usize>,
     /// Their activation.
+    #[default(Activation::Relu)]
     pub feature_net_activation: Activation,
     /// Hidden layers of the inverse net (φ(s), φ(s′) → action).
+    #[default(vec![256])]
     pub inverse_net_hiddens: Vec<usize>,
     /// Their activation.
+    #[default(Activation::Relu)]
     pub inverse_net_activation: Activation,
     /// Hidden layers of the forward net (φ(s), action → φ(s′)).
+    #[default(vec![256])]
     pub forward_net_hiddens: Vec<usize>,
     /// Their activation.
+    #[default(Activation::Relu)]
     pub forward_net_activation: Activation,
     /// Adam step size of the module.
+    #[default(5e-4)]
     #[serde(alias = "learning_rate")]
     pub lr: f64,
     /// Passes over each on-policy rollout (a replayed off-policy batch gets one).
+    #[default(1)]
     pub num_epochs: usize,
     /// Minibatch size of those passes.
+    #[default(128)]
     pub minibatch_size: usize,
     /// Global-norm gradient clipping of the module (null: none).
     #[serde(alias = "max_grad_norm")]
@@ -63,28 +76,8 @@ pub struct IcmConfig {
     /// Stop the forward loss's gradient at φ(s′), the target it is compared with, so that
     /// the forward loss cannot shrink the features (RLlib and Pathak et al.'s code let it
     /// through: false).
+    #[default(false)]
     pub detach_forward_target: bool,
-}
-
-impl Default for IcmConfig {
-    fn default() -> Self {
-        Self {
-            intrinsic_reward_coeff: 0.05,
-            forward_loss_weight: 0.2,
-            feature_dim: 288,
-            feature_net_hiddens: vec![256, 256],
-            feature_net_activation: Activation::Relu,
-            inverse_net_hiddens: vec![256],
-            inverse_net_activation: Activation::Relu,
-            forward_net_hiddens: vec![256],
-            forward_net_activation: Activation::Relu,
-            lr: 5e-4,
-            num_epochs: 1,
-            minibatch_size: 128,
-            grad_clip: None,
-            detach_forward_target: false,
-        }
-    }
 }
 
 impl IcmConfig {
@@ -110,58 +103,50 @@ impl IcmConfig {
 }
 
 /// RND hyperparameters (CleanRL's names and defaults where it has them).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct RndConfig {
     /// Weight of the normalized intrinsic reward in the reward the learner sees.
+    #[default(1.0)]
     pub int_coef: f64,
     /// Weight of the env's reward in it (CleanRL weighs the two advantages 2 : 1).
+    #[default(2.0)]
     pub ext_coef: f64,
     /// Discount of the intrinsic return whose running standard deviation normalizes the
     /// intrinsic reward.
+    #[default(0.99)]
     pub int_gamma: f64,
     /// Fraction of each batch's rows the predictor trains on.
+    #[default(0.25)]
     pub update_proportion: f64,
     /// Size of the target's and the predictor's outputs.
+    #[default(512)]
     pub feature_dim: usize,
     /// Hidden layers of the fixed random target net.
+    #[default(vec![256, 256])]
     pub target_net_hiddens: Vec<usize>,
     /// Hidden layers of the predictor.
+    #[default(vec![256, 256])]
     pub predictor_net_hiddens: Vec<usize>,
     /// Activation of both.
+    #[default(Activation::Relu)]
     pub activation: Activation,
     /// Normalized observations are clipped to `[-obs_clip, obs_clip]`.
+    #[default(5.0)]
     pub obs_clip: f64,
     /// Adam step size of the predictor.
+    #[default(1e-4)]
     #[serde(alias = "learning_rate")]
     pub lr: f64,
     /// Passes over each on-policy rollout (a replayed off-policy batch gets one).
+    #[default(1)]
     pub num_epochs: usize,
     /// Minibatch size of those passes.
+    #[default(128)]
     pub minibatch_size: usize,
     /// Global-norm gradient clipping of the predictor (null: none).
     #[serde(alias = "max_grad_norm")]
     pub grad_clip: Option<f64>,
-}
-
-impl Default for RndConfig {
-    fn default() -> Self {
-        Self {
-            int_coef: 1.0,
-            ext_coef: 2.0,
-            int_gamma: 0.99,
-            update_proportion: 0.25,
-            feature_dim: 512,
-            target_net_hiddens: vec![256, 256],
-            predictor_net_hiddens: vec![256, 256],
-            activation: Activation::Relu,
-            obs_clip: 5.0,
-            lr: 1e-4,
-            num_epochs: 1,
-            minibatch_size: 128,
-            grad_clip: None,
-        }
-    }
 }
 
 impl RndConfig {
