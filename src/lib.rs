@@ -27,6 +27,7 @@ pub use rl_ppo as ppo;
 pub use rl_recurrent_ppo as recurrent_ppo;
 pub use rl_sac as sac;
 pub use rl_trpo as trpo;
+pub use rl_tune as tune;
 
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;

@@ -115,6 +115,24 @@ enum Cmd {
         #[arg(long)]
         device: Option<String>,
     },
+    /// Hyperparameter search over a config's search spaces (its `tune:` section says how):
+    /// trials run as child processes, each an ordinary run directory.
+    Tune {
+        /// The run config with search spaces (`{grid_search: [...]}`, `{loguniform: [lo,
+        /// hi]}` …) and a `tune:` section.
+        #[arg(required_unless_present = "resume")]
+        config: Option<PathBuf>,
+        /// Experiment directory (default: runs/tune_<config name>_<time>).
+        #[arg(long, conflicts_with = "resume")]
+        out: Option<PathBuf>,
+        /// Continue the experiment saved in this directory (finished trials are kept,
+        /// interrupted ones resume from their checkpoints).
+        #[arg(long, conflicts_with = "config")]
+        resume: Option<PathBuf>,
+        /// No live table.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// List the registered environments.
     Envs,
     /// Check an environment against the Env contract.
@@ -137,6 +155,20 @@ fn main() -> ExitCode {
         eprintln!(
             "warning: no Ctrl-C handler ({e}); an interrupted run keeps only its periodic checkpoints"
         );
+    }
+    // `rl tune` runs trials with a pipe as standard input: its end closing (the experiment
+    // stopping the trial, or dying) stops training after the iteration, with a checkpoint.
+    if std::env::var_os("RL_STOP_ON_STDIN_EOF").is_some() {
+        std::thread::spawn(|| {
+            use std::io::Read;
+            let mut buf = [0u8; 64];
+            while let Ok(n) = std::io::stdin().read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+            }
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        });
     }
     match real_main() {
         Ok(code) => code,
@@ -311,6 +343,60 @@ fn real_main() -> Result<ExitCode, RlError> {
             println!(
                 "{}",
                 serde_json::json!({"out": out.display().to_string(), "episodes": returns.len(), "rows": data.len(), "mean_return": mean})
+            );
+        }
+        Cmd::Tune {
+            config,
+            out,
+            resume,
+            quiet,
+        } => {
+            let dir = match (&resume, out, &config) {
+                (Some(d), _, _) => d.clone(),
+                (None, Some(o), _) => o,
+                (None, None, cfg) => {
+                    let stem = cfg
+                        .as_deref()
+                        .and_then(|c| c.file_stem())
+                        .map_or("experiment".into(), |s| s.to_string_lossy().into_owned());
+                    let secs = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs());
+                    PathBuf::from("runs").join(format!("tune_{stem}_{secs}"))
+                }
+            };
+            // A trial config is checked by building its algorithm (keys, values, env id).
+            let validate = |run: &RunConfig| -> Result<(), RlError> {
+                rl::build(run, &device_named(&run.device)?).map(|_| ())
+            };
+            let rl_exe = std::env::current_exe()
+                .map_err(|e| RlError::Other(format!("the rl executable: {e}")))?;
+            let opts = rl::tune::Options {
+                rl_exe,
+                show_table: !quiet,
+                interrupt: Some(&INTERRUPTED),
+                poll: std::time::Duration::from_millis(200),
+            };
+            let state = match rl::tune::tune(config.as_deref(), &dir, &validate, &opts) {
+                Err(rl::tune::TuneError::Interrupted(d)) => {
+                    eprintln!("interrupted; continue with `rl tune --resume {d}`");
+                    return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                }
+                other => other?,
+            };
+            let best = state.best();
+            let (last, top) = best.map_or((None, None), |t| t.last_and_best(state.tune.mode));
+            println!(
+                "{}",
+                serde_json::json!({
+                    "dir": dir.display().to_string(),
+                    "trials": state.trials.len(),
+                    "best_trial": best.map(|t| t.name()),
+                    "best_params": best.map(|t| rl::tune::space::describe(&t.variant.params)),
+                    "best_last_metric": last,
+                    "best_best_metric": top,
+                    "results": dir.join("results.csv").display().to_string(),
+                })
             );
         }
         Cmd::Envs => {

@@ -204,6 +204,69 @@ pub fn learning_curve(
     std::fs::write(path.with_extension("txt"), note).map_err(draw_err)
 }
 
+/// Draws several named curves (`(label, [(env steps, value)])`) in one panel into `path`:
+/// `rl tune`'s picture of every trial's metric. Up to ten get a legend entry each.
+pub fn curves(
+    curves: &[(String, Vec<(f64, f64)>)],
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+) -> Result<(), String> {
+    register_font()?;
+    let x_max = curves
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let (y0, y1) = padded_range(curves.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1)));
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..x_max, y0..y1)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("env steps")
+        .y_desc(y_desc)
+        .x_labels(8)
+        .y_labels(8)
+        .x_label_formatter(&|x| format_steps(*x))
+        .y_label_formatter(&|y| format_value(*y))
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .light_line_style(RGBColor(238, 238, 238))
+        .draw()
+        .map_err(draw_err)?;
+    for (i, (name, pts)) in curves.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let line = chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(draw_err)?;
+        if i < 10 {
+            line.label(name.as_str()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+        }
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(draw_err)?;
+    }
+    if !curves.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(160, 160, 160))
+            .draw()
+            .map_err(draw_err)?;
+    }
+    root.present().map_err(draw_err)
+}
+
 /// Env steps as tick labels: 0, 500, 25k, 1.5M.
 fn format_steps(x: f64) -> String {
     let a = x.abs();

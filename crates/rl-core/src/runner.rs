@@ -106,6 +106,8 @@ pub fn run_training_until(
         m.insert("evaluation/episode_return".into(), r.mean_return);
         log.log(algo.num_timesteps(), &m)
             .map_err(|e| RlError::Other(e.to_string()))?;
+        // Evaluations reach the files at once: `rl tune` reads them while the run goes on.
+        log.flush().map_err(|e| RlError::Other(e.to_string()))?;
         Ok(r)
     };
     let mut last_eval: Option<EvalResult> = None;
