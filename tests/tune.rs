@@ -330,3 +330,66 @@ fn the_example_search_is_valid() {
         assert!(*epochs == serde_json::json!(10) || *epochs == serde_json::json!(20));
     }
 }
+
+#[test]
+fn pbt_restores_a_better_trials_checkpoint_with_perturbed_hyperparameters() {
+    let d = tmp("pbt");
+    // Four trials, two with a useful learning rate and two with a useless one; every 10k env
+    // steps the worst takes the best one's checkpoint with its learning rate times 1.2 or 0.8.
+    let yaml = zoo_ppo(
+        40_000,
+        "seed: {grid_search: [0, 1]}\ntune:\n  max_concurrent_trials: 4\n  scheduler:\n    \
+         type: pbt\n    perturbation_interval: 10000\n    resample_probability: 0.0\n    \
+         hyperparam_mutations: {algo_kwargs.learning_rate: {loguniform: [1.0e-5, 1.0e-2]}}\n",
+    )
+    .replace(
+        "algo_kwargs:\n",
+        "algo_kwargs:\n  learning_rate: {grid_search: [1.0e-3, 1.0e-6]}\n",
+    );
+    tune(&d, &yaml);
+    let exp = d.join("exp");
+    let s = state(&exp);
+    let trials = s["trials"].as_array().unwrap();
+    let exploited: Vec<&Value> = trials
+        .iter()
+        .filter(|t| !t["perturbations"].as_array().unwrap().is_empty())
+        .collect();
+    assert!(!exploited.is_empty(), "no exploit: {s}");
+    for t in exploited {
+        let name = format!("trial_{:04}", t["id"].as_u64().unwrap());
+        let (_, donor, params) = serde_json::from_value::<(u64, usize, Vec<(String, Value)>)>(
+            t["perturbations"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap();
+        assert_ne!(donor as u64, t["id"].as_u64().unwrap());
+        let lr = params[0].1.as_f64().unwrap();
+        assert_eq!(params[0].0, "algo_kwargs.learning_rate");
+        // The trial's config and the checkpoint it went on from carry the new value...
+        assert_eq!(
+            t["variant"]["config"]["algo_kwargs"]["learning_rate"].as_f64(),
+            Some(lr)
+        );
+        // ...and the restored learner trained with it: every update of the run after the
+        // last exploit logs it.
+        let seg = t["segments"].as_u64().unwrap() - 1;
+        let log =
+            std::fs::read_to_string(exp.join(&name).join(format!("run_{seg}/progress.jsonl")))
+                .unwrap();
+        let logged: Vec<f64> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["charts/learning_rate"].as_f64())
+            .collect();
+        assert!(!logged.is_empty(), "{name}");
+        for v in logged {
+            assert!(
+                (v - lr).abs() <= 1e-9 * lr,
+                "{name}: logged {v}, perturbed {lr}"
+            );
+        }
+    }
+}

@@ -247,6 +247,28 @@ pub fn read_checkpoint(dir: &Path) -> Result<Checkpoint, CheckpointError> {
     })
 }
 
+/// A copy of checkpoint `from` in `to` whose `config.yaml` is `run`'s: the saved state under
+/// other hyperparameters (`rl tune`'s population based training), which loading builds the
+/// algorithm from. Written like any checkpoint (temporary directory, then rename).
+pub fn copy_with_config(
+    from: &Path,
+    to: &Path,
+    run: &crate::config::RunConfig,
+) -> Result<(), RlError> {
+    let ck = read_checkpoint(from)?;
+    let yaml = crate::runner::config_yaml(run)?;
+    let files: Vec<(&str, Vec<u8>)> = ck
+        .files
+        .iter()
+        .map(|(n, d)| match n.as_str() {
+            "config.yaml" => (n.as_str(), yaml.as_bytes().to_vec()),
+            _ => (n.as_str(), d.clone()),
+        })
+        .collect();
+    write_checkpoint(to, &ck.algorithm, &files)?;
+    Ok(())
+}
+
 /// The run configuration (`config.yaml`) stored in checkpoint `ck`.
 pub fn read_run_config(ck: &Checkpoint) -> Result<RunConfig, RlError> {
     let file = ck.path_of("config.yaml");

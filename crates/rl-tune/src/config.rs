@@ -78,6 +78,39 @@ pub enum SchedulerConfig {
         #[serde(default = "median_samples")]
         min_samples_required: usize,
     },
+    /// Population based training (Tune's `PopulationBasedTraining`): every
+    /// `perturbation_interval` env steps a trial in the bottom `quantile_fraction` takes the
+    /// checkpoint of one in the top quantile and goes on with that trial's hyperparameters,
+    /// perturbed.
+    Pbt {
+        /// Env steps between a trial's exploit/explore decisions (trials checkpoint at least
+        /// this often).
+        #[serde(default = "pbt_interval")]
+        perturbation_interval: u64,
+        /// What explore changes, by dotted path: a list (a neighbour is taken, or with
+        /// `resample_probability` any value) or a search space (the value is multiplied by
+        /// one of `perturbation_factors`, or with `resample_probability` drawn anew).
+        hyperparam_mutations: BTreeMap<String, serde_json::Value>,
+        /// Size of the bottom and top quantiles.
+        #[serde(default = "quarter")]
+        quantile_fraction: f64,
+        /// Chance of a fresh draw instead of a perturbation.
+        #[serde(default = "quarter")]
+        resample_probability: f64,
+        /// The factors a perturbed number is multiplied by.
+        #[serde(default = "factors")]
+        perturbation_factors: (f64, f64),
+    },
+}
+
+fn pbt_interval() -> u64 {
+    10_000
+}
+fn quarter() -> f64 {
+    0.25
+}
+fn factors() -> (f64, f64) {
+    (1.2, 0.8)
 }
 
 fn asha_grace() -> u64 {
@@ -164,6 +197,29 @@ impl TuneConfig {
                 ..
             } if min_samples_required == 0 => {
                 return err("scheduler.min_samples_required", "must be at least 1");
+            }
+            SchedulerConfig::Pbt {
+                perturbation_interval,
+                ref hyperparam_mutations,
+                quantile_fraction,
+                resample_probability,
+                ..
+            } => {
+                if perturbation_interval == 0 {
+                    return err("scheduler.perturbation_interval", "must be at least 1");
+                }
+                if !(quantile_fraction > 0.0 && quantile_fraction <= 0.5) {
+                    return err("scheduler.quantile_fraction", "must be in (0, 0.5]");
+                }
+                if !(0.0..=1.0).contains(&resample_probability) {
+                    return err("scheduler.resample_probability", "must be in [0, 1]");
+                }
+                if hyperparam_mutations.is_empty() {
+                    return err("scheduler.hyperparam_mutations", "names no hyperparameter");
+                }
+                for (path, m) in hyperparam_mutations {
+                    crate::scheduler::Mutation::parse(m, path)?;
+                }
             }
             _ => {}
         }

@@ -13,9 +13,9 @@
 //! results.csv  best_config.yaml  best_checkpoint/  trials.png   at the end
 //! ```
 
-use crate::config::{Mode, TuneConfig};
+use crate::config::{Mode, SchedulerConfig, TuneConfig};
 use crate::scheduler::{Decision, Scheduler};
-use crate::space::{Dimension, SearchSpace, Variant, describe};
+use crate::space::{Dimension, SearchSpace, Variant, describe, set_path};
 use rl_core::Rng;
 use rl_core::algorithm::RlError;
 use rl_core::checkpoint::write_file_atomic;
@@ -106,8 +106,25 @@ pub struct Trial {
     pub segments: usize,
     /// Seconds its processes ran.
     pub wall_seconds: f64,
-    /// Why it was asked to stop (`stop` condition or scheduler), if it was.
-    pub stop_reason: Option<Status>,
+    /// Why it was asked to stop, if it was.
+    pub stop_reason: Option<StopReason>,
+    /// The checkpoint its next run starts from, when not its own (PBT's exploit).
+    pub restore: Option<PathBuf>,
+    /// Run directories before this one are superseded (by an exploit).
+    pub resume_floor: usize,
+    /// PBT's exploits: `(env steps, donor trial, new hyperparameters)`.
+    pub perturbations: Vec<(u64, usize, Vec<(String, Value)>)>,
+}
+
+/// Why the experiment asked a trial to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// A `stop` condition was reached.
+    Done,
+    /// The scheduler stopped it.
+    Scheduler,
+    /// PBT: it goes on from this trial's checkpoint.
+    Exploit(usize),
 }
 
 impl Trial {
@@ -118,6 +135,15 @@ impl Trial {
 
     fn run_dir(&self, dir: &Path, segment: usize) -> PathBuf {
         dir.join(self.name()).join(format!("run_{segment}"))
+    }
+
+    /// Where its next run starts: the newest checkpoint of its current runs, else the
+    /// checkpoint it was given, else nothing (from scratch).
+    fn latest_checkpoint(&self, dir: &Path) -> Option<PathBuf> {
+        (self.resume_floor..self.segments)
+            .rev()
+            .find_map(|s| latest_checkpoint(&self.run_dir(dir, s)))
+            .or_else(|| self.restore.clone())
     }
 
     /// The last and the best metric.
@@ -186,6 +212,9 @@ impl ExperimentState {
                 segments: 0,
                 wall_seconds: 0.0,
                 stop_reason: None,
+                restore: None,
+                resume_floor: 0,
+                perturbations: Vec::new(),
             };
             let run = run_config(&trial.variant.config).map_err(|e| TuneError::Trial {
                 trial: label(&trial),
@@ -197,11 +226,41 @@ impl ExperimentState {
             })?;
             horizon = horizon.max(run.total_timesteps);
             trial.variant.config = serde_json::to_value(&run).expect("serializable");
+            if let SchedulerConfig::Pbt {
+                perturbation_interval,
+                ..
+            } = tune.scheduler
+            {
+                // An exploit takes a donor's checkpoint: donors save at least this often.
+                let freq = &mut trial.variant.config["checkpoint_freq"];
+                let every = freq
+                    .as_u64()
+                    .filter(|&f| f > 0)
+                    .map_or(perturbation_interval, |f| f.min(perturbation_interval));
+                *freq = Value::from(every);
+            }
             trials.push(trial);
+        }
+        let scheduler = Scheduler::new(&tune.scheduler, horizon, tune.seed);
+        // Explored values must give valid configs: one draw of each, checked like the trials.
+        if let (Scheduler::Pbt(pbt), Some(first)) = (&scheduler, trials.first()) {
+            let mut pbt = pbt.clone();
+            let mut config = first.variant.config.clone();
+            for (path, v) in pbt.explore(&first.variant.config) {
+                set_path(config.as_object_mut().expect("a table"), &path, v);
+            }
+            let run = run_config(&config).map_err(|e| TuneError::Trial {
+                trial: format!("tune.scheduler.hyperparam_mutations ({})", label(first)),
+                source: RlError::Config(e),
+            })?;
+            validate(&run).map_err(|source| TuneError::Trial {
+                trial: format!("tune.scheduler.hyperparam_mutations ({})", label(first)),
+                source,
+            })?;
         }
         Ok(ExperimentState {
             version: STATE_VERSION,
-            scheduler: Scheduler::new(&tune.scheduler, horizon),
+            scheduler,
             tune,
             dims: space.dims,
             trials,
@@ -343,13 +402,17 @@ pub fn run(
                     v.is_some_and(|v| v >= bound)
                 });
                 if reached && trial.stop_reason.is_none() {
-                    trial.stop_reason = Some(Status::Terminated);
+                    trial.stop_reason = Some(StopReason::Done);
                 }
                 if let Some(v) = m.get(&state.tune.metric).and_then(Value::as_f64) {
                     trial.record(t, v);
                     let d = state.scheduler.on_result(id, t, state.tune.mode.score(v));
-                    if d == Decision::Stop && trial.stop_reason.is_none() {
-                        trial.stop_reason = Some(Status::Stopped);
+                    if trial.stop_reason.is_none() {
+                        trial.stop_reason = match d {
+                            Decision::Continue => None,
+                            Decision::Stop => Some(StopReason::Scheduler),
+                            Decision::Exploit { donor } => Some(StopReason::Exploit(donor)),
+                        };
                     }
                 }
             }
@@ -378,11 +441,15 @@ pub fn run(
             let trial = &mut state.trials[id];
             trial.wall_seconds += r.started.elapsed().as_secs_f64();
             let code = status.code();
+            let stopping = over_budget || interrupted;
             trial.status = match (code, trial.stop_reason) {
                 (Some(0), _) => Status::Terminated,
-                (Some(EXIT_INTERRUPTED), Some(reason)) => reason,
-                // Stopped for the budget or Ctrl-C: resumable from its checkpoint.
-                (Some(EXIT_INTERRUPTED), None) if over_budget || interrupted => Status::Running,
+                (Some(EXIT_INTERRUPTED), Some(StopReason::Done)) => Status::Terminated,
+                (Some(EXIT_INTERRUPTED), Some(StopReason::Scheduler)) => Status::Stopped,
+                // PBT's exploit (below), or stopped for the budget or Ctrl-C: it goes on from
+                // a checkpoint.
+                (Some(EXIT_INTERRUPTED), Some(StopReason::Exploit(_))) => Status::Running,
+                (Some(EXIT_INTERRUPTED), None) if stopping => Status::Running,
                 _ => {
                     trial.failures += 1;
                     if trial.failures > state.tune.max_failures {
@@ -392,6 +459,11 @@ pub fn run(
                     }
                 }
             };
+            if let (Status::Running, Some(StopReason::Exploit(donor)), false) =
+                (trial.status, trial.stop_reason, stopping)
+            {
+                exploit(dir, &mut state, id, donor)?;
+            }
             changed = true;
         }
         // Start trials while there is room: interrupted ones first, then pending ones.
@@ -445,9 +517,7 @@ fn launch(
     tune: &TuneConfig,
 ) -> Result<Running, TuneError> {
     let out = trial.run_dir(dir, trial.segments);
-    let checkpoint = (0..trial.segments)
-        .rev()
-        .find_map(|s| latest_checkpoint(&trial.run_dir(dir, s)));
+    let checkpoint = trial.latest_checkpoint(dir);
     let mut cmd = Command::new(&opts.rl_exe);
     match &checkpoint {
         Some(ck) => {
@@ -484,6 +554,53 @@ fn launch(
         partial: String::new(),
         started: Instant::now(),
     })
+}
+
+/// PBT's exploit and explore: trial `id` goes on from `donor`'s newest checkpoint, with the
+/// donor's config and explored hyperparameters written into the copy's `config.yaml` (the
+/// learner is rebuilt from it, so the new values reach it: ray#62173). A donor without a
+/// checkpoint yet leaves the trial as it was.
+fn exploit(
+    dir: &Path,
+    state: &mut ExperimentState,
+    id: usize,
+    donor: usize,
+) -> Result<(), TuneError> {
+    let Some(from) = state.trials[donor].latest_checkpoint(dir) else {
+        return Ok(());
+    };
+    let Scheduler::Pbt(pbt) = &mut state.scheduler else {
+        return Ok(());
+    };
+    let params = pbt.explore(&state.trials[donor].variant.config);
+    let mut config = state.trials[donor].variant.config.clone();
+    for (p, v) in &params {
+        set_path(config.as_object_mut().expect("a table"), p, v.clone());
+    }
+    let trial = &mut state.trials[id];
+    let run = run_config(&config).map_err(|e| TuneError::Trial {
+        trial: label(trial),
+        source: RlError::Config(e),
+    })?;
+    let to = dir
+        .join(trial.name())
+        .join(format!("exploit_{}", trial.perturbations.len()));
+    rl_core::checkpoint::copy_with_config(&from, &to, &run).map_err(|e| file_err(&to, e))?;
+    for (path, v) in trial.variant.params.iter_mut() {
+        if let Some(x) = crate::space::pointer(&config, path) {
+            *v = x.clone();
+        }
+    }
+    for (p, v) in &params {
+        if !trial.variant.params.iter().any(|(q, _)| q == p) {
+            trial.variant.params.push((p.clone(), v.clone()));
+        }
+    }
+    trial.variant.config = config;
+    trial.perturbations.push((trial.timesteps, donor, params));
+    trial.restore = Some(to);
+    trial.resume_floor = trial.segments;
+    Ok(())
 }
 
 /// The newest checkpoint of a run directory: its final `checkpoint/`, else the latest
@@ -620,10 +737,7 @@ fn write_results(dir: &Path, state: &ExperimentState) -> Result<(), TuneError> {
         let path = dir.join("best_config.yaml");
         let yaml = serde_saphyr::to_string(&best.variant.config).map_err(|e| file_err(&path, e))?;
         write_file_atomic(&path, yaml.as_bytes()).map_err(|e| file_err(&path, e))?;
-        let ck = (0..best.segments)
-            .rev()
-            .find_map(|s| latest_checkpoint(&best.run_dir(dir, s)));
-        if let Some(ck) = ck {
+        if let Some(ck) = best.latest_checkpoint(dir) {
             copy_dir_atomic(&ck, &dir.join("best_checkpoint"))?;
         }
     }

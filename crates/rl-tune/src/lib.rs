@@ -5,7 +5,8 @@
 //! (`learning_rate: {loguniform: [1e-5, 1e-2]}`, `seed: {grid_search: [0, 1, 2]}`; see
 //! [`space`]); a `tune:` section says what to optimize and how ([`config::TuneConfig`]). Each
 //! trial is a child process of the `rl` binary with its own run directory; a scheduler
-//! ([`scheduler`]: FIFO, ASHA, median stopping) stops the poor ones early; the experiment's
+//! ([`scheduler`]: FIFO, ASHA, median stopping, population based training) stops the poor ones
+//! early or restarts them from better ones; the experiment's
 //! state is one JSON file rewritten atomically, so `rl tune --resume DIR` continues after a
 //! crash ([`experiment`]).
 #![warn(missing_docs)]

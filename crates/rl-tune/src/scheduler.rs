@@ -6,7 +6,11 @@
 //! time is env steps.
 
 use crate::config::SchedulerConfig;
+use crate::space::{Domain, pointer};
+use rl_core::Rng;
+use rl_core::config::ConfigError;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A scheduler's answer to one result.
@@ -16,6 +20,11 @@ pub enum Decision {
     Continue,
     /// Stop the trial (it keeps its checkpoint).
     Stop,
+    /// PBT: go on from trial `donor`'s checkpoint with its hyperparameters, perturbed.
+    Exploit {
+        /// The better trial.
+        donor: usize,
+    },
 }
 
 /// The scheduler of an experiment, with its state.
@@ -27,12 +36,14 @@ pub enum Scheduler {
     Asha(Asha),
     /// The median stopping rule.
     Median(MedianStopping),
+    /// Population based training.
+    Pbt(Pbt),
 }
 
 impl Scheduler {
     /// The scheduler a `tune.scheduler` table asks for; `horizon` is the trials' budget in env
     /// steps (ASHA's `max_t` when none is given).
-    pub fn new(cfg: &SchedulerConfig, horizon: u64) -> Scheduler {
+    pub fn new(cfg: &SchedulerConfig, horizon: u64, seed: u64) -> Scheduler {
         match *cfg {
             SchedulerConfig::Fifo => Scheduler::Fifo,
             SchedulerConfig::Asha {
@@ -52,6 +63,30 @@ impl Scheduler {
                 min_samples_required,
                 results: BTreeMap::new(),
             }),
+            SchedulerConfig::Pbt {
+                perturbation_interval,
+                ref hyperparam_mutations,
+                quantile_fraction,
+                resample_probability,
+                perturbation_factors,
+            } => Scheduler::Pbt(Pbt {
+                perturbation_interval,
+                mutations: hyperparam_mutations
+                    .iter()
+                    .map(|(p, m)| {
+                        (
+                            p.clone(),
+                            Mutation::parse(m, p).expect("checked with the config"),
+                        )
+                    })
+                    .collect(),
+                quantile_fraction,
+                resample_probability,
+                perturbation_factors,
+                last_perturbation: BTreeMap::new(),
+                latest: BTreeMap::new(),
+                rng: Rng::for_stream(seed, "pbt"),
+            }),
         }
     }
 
@@ -61,6 +96,7 @@ impl Scheduler {
             Scheduler::Fifo => Decision::Continue,
             Scheduler::Asha(a) => a.on_result(trial, t, score),
             Scheduler::Median(m) => m.on_result(trial, t, score),
+            Scheduler::Pbt(p) => p.on_result(trial, t, score),
         }
     }
 }
@@ -200,6 +236,133 @@ impl MedianStopping {
     }
 }
 
+/// What PBT's explore step changes in one hyperparameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Mutation {
+    /// A neighbour in the list (or, with `resample_probability`, any value).
+    List(Vec<Value>),
+    /// The value times a perturbation factor (or, with `resample_probability`, a new draw).
+    Space(Domain),
+}
+
+impl Mutation {
+    /// A list, or a one-key search space table; errors name
+    /// `tune.scheduler.hyperparam_mutations.<path>`.
+    pub fn parse(v: &Value, path: &str) -> Result<Mutation, ConfigError> {
+        let field = format!("tune.scheduler.hyperparam_mutations.{path}");
+        match v {
+            Value::Array(items) if !items.is_empty() => Ok(Mutation::List(items.clone())),
+            Value::Object(m) if m.len() == 1 => {
+                let (k, arg) = m.iter().next().expect("one key");
+                match Domain::parse(k, arg, &field)? {
+                    Domain::Grid(items) | Domain::Choice(items) => Ok(Mutation::List(items)),
+                    d => Ok(Mutation::Space(d)),
+                }
+            }
+            other => Err(ConfigError::new(
+                field,
+                format!(
+                    "expected a non-empty list or a search space such as {{loguniform: [lo, hi]}}, got {other}"
+                ),
+            )),
+        }
+    }
+}
+
+/// Population based training (Tune's `PopulationBasedTraining`, synchronous = false).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pbt {
+    /// Env steps between a trial's decisions.
+    pub perturbation_interval: u64,
+    /// What explore changes, by dotted path.
+    pub mutations: Vec<(String, Mutation)>,
+    /// Size of the bottom and top quantiles.
+    pub quantile_fraction: f64,
+    /// Chance of a fresh draw instead of a perturbation.
+    pub resample_probability: f64,
+    /// Factors a perturbed number is multiplied by.
+    pub perturbation_factors: (f64, f64),
+    /// Each trial's last decision point.
+    pub last_perturbation: BTreeMap<usize, u64>,
+    /// Each trial's latest score.
+    pub latest: BTreeMap<usize, f64>,
+    /// Donors and explore draws.
+    pub rng: Rng,
+}
+
+impl Pbt {
+    /// At a trial's decision point (every `perturbation_interval` env steps): a trial in the
+    /// bottom quantile exploits a random trial of the top quantile.
+    pub fn on_result(&mut self, trial: usize, t: u64, score: f64) -> Decision {
+        self.latest.insert(trial, score);
+        let last = self.last_perturbation.get(&trial).copied().unwrap_or(0);
+        if t < last + self.perturbation_interval {
+            return Decision::Continue;
+        }
+        self.last_perturbation.insert(trial, t);
+        let (lower, upper) = self.quantiles();
+        if lower.contains(&trial) && !upper.is_empty() {
+            let donor = upper[self.rng.below(upper.len() as u64) as usize];
+            return Decision::Exploit { donor };
+        }
+        Decision::Continue
+    }
+
+    /// Trials by their latest score: the bottom and the top `ceil(n · quantile_fraction)`
+    /// (at most half each; none with fewer than two trials).
+    pub fn quantiles(&self) -> (Vec<usize>, Vec<usize>) {
+        let mut ranked: Vec<(usize, f64)> = self.latest.iter().map(|(&i, &s)| (i, s)).collect();
+        if ranked.len() <= 1 {
+            return (Vec::new(), Vec::new());
+        }
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let n =
+            ((ranked.len() as f64 * self.quantile_fraction).ceil() as usize).min(ranked.len() / 2);
+        let ids: Vec<usize> = ranked.iter().map(|r| r.0).collect();
+        (ids[..n].to_vec(), ids[ids.len() - n..].to_vec())
+    }
+
+    /// The explored hyperparameters for a trial that takes over `donor_config`: each mutated
+    /// path's new value.
+    pub fn explore(&mut self, donor_config: &Value) -> Vec<(String, Value)> {
+        let mut out = Vec::with_capacity(self.mutations.len());
+        for (path, m) in &self.mutations {
+            let cur = pointer(donor_config, path);
+            let resample = self.rng.uniform() < self.resample_probability;
+            let v = match m {
+                Mutation::List(values) => {
+                    match values.iter().position(|v| Some(v) == cur) {
+                        Some(i) if !resample => {
+                            // A neighbour, staying inside the list.
+                            let j = if self.rng.below(2) == 0 {
+                                i.saturating_sub(1)
+                            } else {
+                                i + 1
+                            };
+                            values[j.min(values.len() - 1)].clone()
+                        }
+                        _ => values[self.rng.below(values.len() as u64) as usize].clone(),
+                    }
+                }
+                Mutation::Space(d) => match cur.and_then(Value::as_f64) {
+                    Some(x) if !resample => {
+                        let (a, b) = self.perturbation_factors;
+                        let f = if self.rng.below(2) == 0 { a } else { b };
+                        if cur.is_some_and(|c| c.is_i64() || c.is_u64()) {
+                            Value::from((x * f).round() as i64)
+                        } else {
+                            serde_json::Number::from_f64(x * f).map_or(Value::Null, Value::Number)
+                        }
+                    }
+                    _ => d.sample(&mut self.rng),
+                },
+            };
+            out.push((path.clone(), v));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +437,7 @@ mod tests {
                 max_t: None,
             },
             1000,
+            0,
         );
         s.on_result(0, 10, 1.0);
         let back: Scheduler = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
@@ -283,5 +447,100 @@ mod tests {
         };
         assert_eq!(a.max_t, 1000);
         assert_eq!(a.rungs.last().unwrap().recorded[&0], 1.0);
+    }
+
+    fn pbt(mutations: serde_json::Value, resample: f64) -> Pbt {
+        let cfg = SchedulerConfig::Pbt {
+            perturbation_interval: 10,
+            hyperparam_mutations: serde_json::from_value(mutations).unwrap(),
+            quantile_fraction: 0.25,
+            resample_probability: resample,
+            perturbation_factors: (1.2, 0.8),
+        };
+        let Scheduler::Pbt(p) = Scheduler::new(&cfg, 100, 0) else {
+            panic!("pbt")
+        };
+        p
+    }
+
+    #[test]
+    fn pbt_exploits_from_the_top_quantile_at_decision_points() {
+        let mut p = pbt(
+            serde_json::json!({"algo_kwargs.learning_rate": {"loguniform": [1e-5, 1e-1]}}),
+            0.0,
+        );
+        // Eight trials at t = 10 with scores 0..8: quantiles of ceil(8 / 4) = 2.
+        for i in 0..8 {
+            let d = p.on_result(i, 10, i as f64);
+            // Until all have reported, the ranking is partial; record who was asked.
+            let _ = d;
+        }
+        assert_eq!(p.quantiles(), (vec![0, 1], vec![6, 7]));
+        // Between decision points nothing happens, however bad.
+        assert_eq!(p.on_result(0, 15, -100.0), Decision::Continue);
+        // At t = 20 the worst trial exploits one of the two best.
+        match p.on_result(0, 20, -100.0) {
+            Decision::Exploit { donor } => assert!(donor == 6 || donor == 7),
+            d => panic!("{d:?}"),
+        }
+        // A middle trial goes on; so does a top one.
+        assert_eq!(p.on_result(4, 20, 4.0), Decision::Continue);
+        assert_eq!(p.on_result(7, 20, 7.0), Decision::Continue);
+        // One trial alone never exploits.
+        let mut alone = pbt(serde_json::json!({"x": [1, 2]}), 0.0);
+        assert_eq!(alone.on_result(0, 50, 1.0), Decision::Continue);
+    }
+
+    #[test]
+    fn pbt_explore_perturbs_numbers_and_shifts_lists() {
+        use serde_json::json;
+        let mut p = pbt(
+            json!({"algo_kwargs.learning_rate": {"loguniform": [1e-5, 1e-1]},
+                   "algo_kwargs.n_epochs": [5, 10, 20],
+                   "algo_kwargs.batch_size": {"randint": [16, 512]}}),
+            0.0,
+        );
+        let donor =
+            json!({"algo_kwargs": {"learning_rate": 1e-3, "n_epochs": 10, "batch_size": 100}});
+        for _ in 0..50 {
+            let new: BTreeMap<String, Value> = p.explore(&donor).into_iter().collect();
+            let lr = new["algo_kwargs.learning_rate"].as_f64().unwrap();
+            assert!(
+                (lr - 1.2e-3).abs() < 1e-15 || (lr - 8e-4).abs() < 1e-15,
+                "{lr}"
+            );
+            let e = &new["algo_kwargs.n_epochs"];
+            assert!(*e == json!(5) || *e == json!(20), "{e}");
+            let b = &new["algo_kwargs.batch_size"];
+            assert!(*b == json!(120) || *b == json!(80), "{b}");
+        }
+        // With resample_probability 1 every value is a fresh draw from its space.
+        let mut r = pbt(
+            json!({"algo_kwargs.learning_rate": {"uniform": [0.5, 0.6]}}),
+            1.0,
+        );
+        for _ in 0..20 {
+            let v = r.explore(&donor)[0].1.as_f64().unwrap();
+            assert!((0.5..0.6).contains(&v), "{v}");
+        }
+        // A value the donor does not have yet (a default) is drawn too.
+        let v = r.explore(&json!({}))[0].1.as_f64().unwrap();
+        assert!((0.5..0.6).contains(&v));
+    }
+
+    #[test]
+    fn pbt_mutations_are_checked() {
+        for (m, words) in [
+            (serde_json::json!([]), "non-empty list"),
+            (serde_json::json!({"uniform": [2, 1]}), "lo 2 > hi 1"),
+            (serde_json::json!(3), "non-empty list"),
+        ] {
+            let e = Mutation::parse(&m, "algo_kwargs.lr").unwrap_err();
+            assert_eq!(
+                e.field,
+                "tune.scheduler.hyperparam_mutations.algo_kwargs.lr"
+            );
+            assert!(e.message.contains(words), "{e}");
+        }
     }
 }

@@ -64,7 +64,7 @@ pub enum Domain {
 
 impl Domain {
     /// Parses the domain `key: arg` found at `path`.
-    fn parse(key: &str, arg: &Value, path: &str) -> Result<Domain, ConfigError> {
+    pub(crate) fn parse(key: &str, arg: &Value, path: &str) -> Result<Domain, ConfigError> {
         let err = |m: String| Err(ConfigError::new(path, m));
         let list = |what: &str| -> Result<Vec<Value>, ConfigError> {
             match arg.as_array() {
