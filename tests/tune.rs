@@ -393,3 +393,35 @@ fn pbt_restores_a_better_trials_checkpoint_with_perturbed_hyperparameters() {
         }
     }
 }
+
+#[test]
+fn tpe_proposes_the_trials_after_the_startup_ones() {
+    let d = tmp("tpe");
+    let yaml = zoo_ppo(
+        10_000,
+        "tune: {search_alg: tpe, n_startup_trials: 3, num_samples: 5, max_concurrent_trials: 1}\n",
+    )
+    .replace(
+        "algo_kwargs:\n",
+        "algo_kwargs:\n  learning_rate: {loguniform: [1.0e-6, 1.0e-2]}\n",
+    );
+    let j = tune(&d, &yaml);
+    assert_eq!(j["trials"], 5);
+    let exp = d.join("exp");
+    let s = state(&exp);
+    for t in s["trials"].as_array().unwrap() {
+        let id = t["id"].as_u64().unwrap();
+        // One trial at a time: the first three are random draws, the rest TPE's proposals.
+        assert_eq!(t["proposed"], id >= 3, "{t}");
+        let lr = t["variant"]["config"]["algo_kwargs"]["learning_rate"]
+            .as_f64()
+            .unwrap();
+        assert!((1e-6..=1e-2).contains(&lr), "{lr}");
+        // The run used the proposed value: its config.yaml says so.
+        let used =
+            std::fs::read_to_string(exp.join(format!("trial_{id:04}/run_0/config.yaml"))).unwrap();
+        let used = rl_yaml(&used);
+        assert_eq!(used["algo_kwargs"]["learning_rate"].as_f64(), Some(lr));
+    }
+    assert_eq!(results(&exp).len(), 5);
+}

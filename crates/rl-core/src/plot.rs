@@ -117,25 +117,7 @@ pub fn learning_curve(
     let blue = RGBColor(40, 90, 210);
     let red = RGBColor(210, 40, 40);
 
-    let mut chart = ChartBuilder::on(&top)
-        .caption(title, ("sans-serif", 24))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..x_max, y0..y1)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_desc("env steps")
-        .y_desc("episodic return")
-        .x_labels(8)
-        .y_labels(8)
-        .x_label_formatter(&|x| format_steps(*x))
-        .label_style(("sans-serif", 15))
-        .axis_desc_style(("sans-serif", 17))
-        .light_line_style(RGBColor(238, 238, 238))
-        .draw()
-        .map_err(draw_err)?;
+    let mut chart = main_panel(&top, title, x_max, (y0, y1), "episodic return")?;
     if !train.is_empty() {
         chart
             .draw_series(LineSeries::new(train.iter().copied(), blue.stroke_width(2)))
@@ -156,14 +138,7 @@ pub fn learning_curve(
             .map_err(draw_err)?;
     }
     if !train.is_empty() || !eval.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(160, 160, 160))
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
 
     if !losses.is_empty() {
@@ -220,7 +195,43 @@ pub fn curves(
     let (y0, y1) = padded_range(curves.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1)));
     let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = main_panel(&root, title, x_max, (y0, y1), y_desc)?;
+    for (i, (name, pts)) in curves.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let line = chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(draw_err)?;
+        if i < 10 {
+            line.label(name.as_str()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+        }
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(draw_err)?;
+    }
+    if !curves.is_empty() {
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+    }
+    root.present().map_err(draw_err)
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A titled panel with env steps `0..x_max` across and `y_desc` in `y0..y1` up, its grid and
+/// tick labels drawn.
+fn main_panel<'a, 'b>(
+    area: &'a DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x_max: f64,
+    (y0, y1): (f64, f64),
+    y_desc: &str,
+) -> Result<Chart<'a, 'b>, String> {
+    let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 24))
         .margin(12)
         .x_label_area_size(48)
@@ -240,31 +251,19 @@ pub fn curves(
         .light_line_style(RGBColor(238, 238, 238))
         .draw()
         .map_err(draw_err)?;
-    for (i, (name, pts)) in curves.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let line = chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(draw_err)?;
-        if i < 10 {
-            line.label(name.as_str()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
-        }
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(draw_err)?;
-    }
-    if !curves.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(160, 160, 160))
-            .draw()
-            .map_err(draw_err)?;
-    }
-    root.present().map_err(draw_err)
+    Ok(chart)
+}
+
+/// The legend of a panel's labelled series.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, at: SeriesLabelPosition) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(160, 160, 160))
+        .draw()
+        .map_err(draw_err)
 }
 
 /// Env steps as tick labels: 0, 500, 25k, 1.5M.

@@ -45,6 +45,9 @@ pub enum SearchAlg {
     Grid,
     /// As `grid`.
     Random,
+    /// Tree-structured Parzen estimators: after `n_startup_trials` random trials, each new
+    /// trial's parameters are proposed from the ended trials' results (no `grid_search`).
+    Tpe,
 }
 
 /// When trials stop early.
@@ -144,8 +147,11 @@ pub struct TuneConfig {
     /// Compute threads of each trial (`RAYON_NUM_THREADS` of its process).
     #[default(1)]
     pub threads_per_trial: usize,
-    /// `grid` or `random` (the same generator).
+    /// `grid` or `random` (the same generator), or `tpe`.
     pub search_alg: SearchAlg,
+    /// With `tpe`: trials drawn at random before TPE proposes.
+    #[default(crate::search::STARTUP_TRIALS)]
+    pub n_startup_trials: usize,
     /// Seed of the searcher's draws.
     pub seed: u64,
     /// `{type: fifo | asha | median, ...}`.
@@ -278,7 +284,7 @@ mod tests {
                 json!({"scheduler": {"type": "asha", "grace": 1}}),
                 "tune.scheduler",
             ),
-            (json!({"search_alg": "tpe"}), "tune.search_alg"),
+            (json!({"search_alg": "bayes"}), "tune.search_alg"),
             (json!({"time_budget_s": -1}), "tune.time_budget_s"),
         ] {
             let e = TuneConfig::from_value(v.clone()).unwrap_err();

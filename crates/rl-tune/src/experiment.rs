@@ -13,9 +13,9 @@
 //! results.csv  best_config.yaml  best_checkpoint/  trials.png   at the end
 //! ```
 
-use crate::config::{Mode, SchedulerConfig, TuneConfig};
+use crate::config::{Mode, SchedulerConfig, SearchAlg, TuneConfig};
 use crate::scheduler::{Decision, Scheduler};
-use crate::space::{Dimension, SearchSpace, Variant, describe, set_path};
+use crate::space::{Dimension, Domain, SearchSpace, Variant, describe, set_path};
 use rl_core::Rng;
 use rl_core::algorithm::RlError;
 use rl_core::checkpoint::write_file_atomic;
@@ -114,6 +114,8 @@ pub struct Trial {
     pub resume_floor: usize,
     /// PBT's exploits: `(env steps, donor trial, new hyperparameters)`.
     pub perturbations: Vec<(u64, usize, Vec<(String, Value)>)>,
+    /// Its parameters were proposed by TPE (else drawn or enumerated).
+    pub proposed: bool,
 }
 
 /// Why the experiment asked a trial to stop.
@@ -197,6 +199,18 @@ impl ExperimentState {
         };
         let tune = TuneConfig::from_value(tune_v)?;
         let space = SearchSpace::parse(&config)?;
+        if tune.search_alg == SearchAlg::Tpe {
+            if let Some(d) = space
+                .dims
+                .iter()
+                .find(|d| matches!(d.domain, Domain::Grid(_)))
+            {
+                return Err(TuneError::Config(ConfigError::new(
+                    d.path.clone(),
+                    "grid_search does not combine with tune.search_alg tpe (use choice)",
+                )));
+            }
+        }
         let mut rng = Rng::seed_from(tune.seed);
         let variants = space.variants(tune.num_samples, &mut rng);
         let mut horizon = 0;
@@ -215,6 +229,7 @@ impl ExperimentState {
                 restore: None,
                 resume_floor: 0,
                 perturbations: Vec::new(),
+                proposed: false,
             };
             let run = run_config(&trial.variant.config).map_err(|e| TuneError::Trial {
                 trial: label(&trial),
@@ -247,7 +262,7 @@ impl ExperimentState {
             let mut pbt = pbt.clone();
             let mut config = first.variant.config.clone();
             for (path, v) in pbt.explore(&first.variant.config) {
-                set_path(config.as_object_mut().expect("a table"), &path, v);
+                set_path(&mut config, &path, v);
             }
             let run = run_config(&config).map_err(|e| TuneError::Trial {
                 trial: format!("tune.scheduler.hyperparam_mutations ({})", label(first)),
@@ -477,6 +492,9 @@ pub fn run(
                     .or_else(|| state.trials.iter().find(|t| t.status == Status::Pending))
                     .map(|t| t.id);
                 let Some(id) = next else { break };
+                if state.tune.search_alg == SearchAlg::Tpe && state.trials[id].segments == 0 {
+                    propose(dir, &mut state, id)?;
+                }
                 let r = launch(dir, &mut state.trials[id], opts, &state.tune)?;
                 running.insert(id, r);
                 changed = true;
@@ -556,6 +574,32 @@ fn launch(
     })
 }
 
+/// TPE's proposal for a trial about to start, once `n_startup_trials` trials have ended with
+/// results: its parameters and `run.yaml` are replaced (the drawn ones, checked with the
+/// experiment, stay for the startup trials).
+fn propose(dir: &Path, state: &mut ExperimentState, id: usize) -> Result<(), TuneError> {
+    let mode = state.tune.mode;
+    let observed: Vec<(Vec<(String, Value)>, f64)> = state
+        .trials
+        .iter()
+        .filter(|t| matches!(t.status, Status::Terminated | Status::Stopped))
+        .filter_map(|t| Some((t.variant.params.clone(), mode.score(t.history.last()?.1))))
+        .collect();
+    if observed.len() < state.tune.n_startup_trials || state.trials[id].proposed {
+        return Ok(());
+    }
+    let params = crate::search::propose(&state.dims, &observed, &mut state.rng);
+    let trial = &mut state.trials[id];
+    for (p, v) in &params {
+        set_path(&mut trial.variant.config, p, v.clone());
+    }
+    trial.variant.params = params;
+    trial.proposed = true;
+    let cfg = dir.join(trial.name()).join("run.yaml");
+    let yaml = serde_saphyr::to_string(&trial.variant.config).map_err(|e| file_err(&cfg, e))?;
+    write_file_atomic(&cfg, yaml.as_bytes()).map_err(|e| file_err(&cfg, e))
+}
+
 /// PBT's exploit and explore: trial `id` goes on from `donor`'s newest checkpoint, with the
 /// donor's config and explored hyperparameters written into the copy's `config.yaml` (the
 /// learner is rebuilt from it, so the new values reach it: ray#62173). A donor without a
@@ -575,7 +619,7 @@ fn exploit(
     let params = pbt.explore(&state.trials[donor].variant.config);
     let mut config = state.trials[donor].variant.config.clone();
     for (p, v) in &params {
-        set_path(config.as_object_mut().expect("a table"), p, v.clone());
+        set_path(&mut config, p, v.clone());
     }
     let trial = &mut state.trials[id];
     let run = run_config(&config).map_err(|e| TuneError::Trial {
@@ -835,6 +879,17 @@ mod tests {
             e.contains("trial_0001") && e.contains("algo_kwargs.learning_rate"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn tpe_refuses_grids() {
+        let cfg = json!({
+            "algorithm": "ppo", "env_id": "CartPole-v1", "total_timesteps": 1000,
+            "seed": {"grid_search": [0, 1]},
+            "tune": {"search_alg": "tpe"}
+        });
+        let e = ExperimentState::new(cfg, &ok).unwrap_err().to_string();
+        assert!(e.contains("seed") && e.contains("grid_search"), "{e}");
     }
 
     #[test]

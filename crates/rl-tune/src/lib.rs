@@ -14,6 +14,7 @@
 pub mod config;
 pub mod experiment;
 pub mod scheduler;
+pub mod search;
 pub mod space;
 
 pub use config::{Mode, SchedulerConfig, TuneConfig};

@@ -236,7 +236,7 @@ impl SearchSpace {
     pub fn with(&self, params: &[(String, Value)]) -> Variant {
         let mut config = self.base.clone();
         for (path, v) in params {
-            if let Some(slot) = pointer_mut(&mut config, path) {
+            if let Some(slot) = config.pointer_mut(&json_pointer(path)) {
                 *slot = v.clone();
             }
         }
@@ -304,30 +304,16 @@ fn walk(v: &mut Value, path: &str, dims: &mut Vec<Dimension>) -> Result<(), Conf
     }
 }
 
-/// The value at a dotted path (list items by index).
-pub fn pointer_mut<'a>(v: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(part)?,
-            Value::Array(a) => a.get_mut(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+/// A dotted path (`algo_kwargs.lr`, list items by index) as a JSON pointer (`/algo_kwargs/lr`).
+fn json_pointer(path: &str) -> String {
+    path.split('.')
+        .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+        .collect()
 }
 
 /// The value at a dotted path.
 pub fn pointer<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = v;
-    for part in path.split('.') {
-        cur = match cur {
-            Value::Object(m) => m.get(part)?,
-            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+    v.pointer(&json_pointer(path))
 }
 
 /// A compact `k=v` rendering of a trial's parameters (the last path part as the name, floats
@@ -352,22 +338,27 @@ fn short(v: &Value) -> String {
     }
 }
 
-/// Sets `map[key]` for a dotted key, creating tables on the way.
-pub fn set_path(root: &mut Map<String, Value>, path: &str, v: Value) {
-    let mut parts = path.split('.').peekable();
+/// Sets the value at a dotted path: in place where it exists (list items too), else creating
+/// tables on the way.
+pub fn set_path(root: &mut Value, path: &str, v: Value) {
+    if let Some(slot) = root.pointer_mut(&json_pointer(path)) {
+        *slot = v;
+        return;
+    }
     let mut cur = root;
+    let mut parts = path.split('.').peekable();
     while let Some(p) = parts.next() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let map = cur.as_object_mut().expect("a table");
         if parts.peek().is_none() {
-            cur.insert(p.to_string(), v);
+            map.insert(p.to_string(), v);
             return;
         }
-        let next = cur
+        cur = map
             .entry(p.to_string())
             .or_insert_with(|| Value::Object(Map::new()));
-        if !next.is_object() {
-            *next = Value::Object(Map::new());
-        }
-        cur = next.as_object_mut().expect("a table");
     }
 }
 
