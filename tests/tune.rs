@@ -425,3 +425,64 @@ fn tpe_proposes_the_trials_after_the_startup_ones() {
     }
     assert_eq!(results(&exp).len(), 5);
 }
+
+/// A small PPO CartPole (or FaultInjection) config for the tests of the experiment's rules.
+fn small(env: &str, total: u64, extra: &str) -> String {
+    format!(
+        "algorithm: ppo\nenv_id: {env}\ntotal_timesteps: {total}\nn_envs: 2\neval_freq: 1024\n\
+         n_eval_episodes: 2\nalgo_kwargs: {{n_steps: 64, batch_size: 64, n_epochs: 1}}\n{extra}"
+    )
+}
+
+#[test]
+fn stop_conditions_end_trials_and_failed_trials_are_retried_then_errored() {
+    let d = tmp("rules");
+    // A trial whose env panics at its 300th step fails, is retried once (max_failures: 1),
+    // fails again and is errored; the other trial's env never reaches its fault; both stop
+    // at 2048 env steps of 20000 by the `stop` condition.
+    let yaml = small(
+        "FaultInjection-v0",
+        20_000,
+        "env_kwargs: {fault: panic, instance: 0, at_step: {grid_search: [300, 100000000]}}\n\
+         tune: {max_failures: 1, max_concurrent_trials: 1, stop: {timesteps: 2048}}\n",
+    );
+    tune(&d, &yaml);
+    let rows = results(&d.join("exp"));
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["failures"].as_str()),
+        ("ERROR", "2"),
+        "{rows:?}"
+    );
+    assert_eq!(rows[1]["status"], "TERMINATED", "{rows:?}");
+    let t: u64 = rows[1]["timesteps"].parse().unwrap();
+    assert!((2048..20_000).contains(&t), "{rows:?}");
+    // The failed runs' errors are in the trial's log.
+    let log = std::fs::read_to_string(d.join("exp/trial_0000/output.log")).unwrap();
+    assert!(log.matches("error").count() >= 2, "{log}");
+}
+
+#[test]
+fn the_time_budget_stops_the_experiment_with_its_trials_checkpointed() {
+    let d = tmp("budget");
+    let yaml = small(
+        "CartPole-v1",
+        10_000_000,
+        "seed: {grid_search: [0, 1, 2]}\ntune: {time_budget_s: 3, max_concurrent_trials: 2}\n",
+    );
+    let t0 = Instant::now();
+    tune(&d, &yaml);
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let exp = d.join("exp");
+    let rows = results(&exp);
+    // The two running trials stopped with a checkpoint, to go on with --resume; the third
+    // never started.
+    assert_eq!(rows[0]["status"], "RUNNING", "{rows:?}");
+    assert_eq!(rows[1]["status"], "RUNNING", "{rows:?}");
+    assert_eq!(rows[2]["status"], "PENDING", "{rows:?}");
+    for id in 0..2 {
+        assert!(
+            exp.join(format!("trial_{id:04}/run_0/checkpoint/state.json"))
+                .exists()
+        );
+    }
+}
