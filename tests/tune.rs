@@ -127,9 +127,7 @@ fn a_grid_over_the_learning_rate_finds_the_larger_one_best() {
 }
 
 fn serde_saphyr_from(p: &Path) -> Value {
-    let text = std::fs::read_to_string(p).unwrap();
-    let out = rl_yaml(&text);
-    out
+    rl_yaml(&std::fs::read_to_string(p).unwrap())
 }
 
 /// Parses YAML through the `rl` crate's own reader (the run config), as JSON.

@@ -199,9 +199,9 @@ impl TuneConfig {
                 }
             }
             SchedulerConfig::Median {
-                min_samples_required,
+                min_samples_required: 0,
                 ..
-            } if min_samples_required == 0 => {
+            } => {
                 return err("scheduler.min_samples_required", "must be at least 1");
             }
             SchedulerConfig::Pbt {

@@ -112,11 +112,14 @@ pub struct Trial {
     pub restore: Option<PathBuf>,
     /// Run directories before this one are superseded (by an exploit).
     pub resume_floor: usize,
-    /// PBT's exploits: `(env steps, donor trial, new hyperparameters)`.
-    pub perturbations: Vec<(u64, usize, Vec<(String, Value)>)>,
+    /// PBT's exploits, in order.
+    pub perturbations: Vec<Perturbation>,
     /// Its parameters were proposed by TPE (else drawn or enumerated).
     pub proposed: bool,
 }
+
+/// One of PBT's exploits: `(env steps, donor trial, the explored hyperparameters)`.
+pub type Perturbation = (u64, usize, Vec<(String, Value)>);
 
 /// Why the experiment asked a trial to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,17 +202,15 @@ impl ExperimentState {
         };
         let tune = TuneConfig::from_value(tune_v)?;
         let space = SearchSpace::parse(&config)?;
-        if tune.search_alg == SearchAlg::Tpe {
-            if let Some(d) = space
-                .dims
-                .iter()
-                .find(|d| matches!(d.domain, Domain::Grid(_)))
-            {
-                return Err(TuneError::Config(ConfigError::new(
-                    d.path.clone(),
-                    "grid_search does not combine with tune.search_alg tpe (use choice)",
-                )));
-            }
+        let grid = space
+            .dims
+            .iter()
+            .find(|d| matches!(d.domain, Domain::Grid(_)));
+        if let (SearchAlg::Tpe, Some(d)) = (tune.search_alg, grid) {
+            return Err(TuneError::Config(ConfigError::new(
+                d.path.clone(),
+                "grid_search does not combine with tune.search_alg tpe (use choice)",
+            )));
         }
         let mut rng = Rng::seed_from(tune.seed);
         let variants = space.variants(tune.num_samples, &mut rng);

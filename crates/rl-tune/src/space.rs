@@ -78,9 +78,8 @@ impl Domain {
         };
         let numbers = |n: usize| -> Result<Vec<f64>, ConfigError> {
             let v = arg.as_array().filter(|v| v.len() == n);
-            let nums: Option<Vec<f64>> = v
-                .map(|v| v.iter().map(Value::as_f64).collect::<Option<_>>())
-                .flatten();
+            let nums: Option<Vec<f64>> =
+                v.and_then(|v| v.iter().map(Value::as_f64).collect::<Option<_>>());
             nums.filter(|v| v.iter().all(|x| x.is_finite()))
                 .ok_or_else(|| {
                     let form = if n == 2 { "[lo, hi]" } else { "[lo, hi, q]" };

@@ -119,7 +119,7 @@ impl Rnd {
     fn normalize_rewards(&mut self, errors: &mut [f32], envs: Option<usize>) {
         let s = &mut self.stats;
         match envs {
-            Some(e) if e > 0 && errors.len() % e == 0 => {
+            Some(e) if e > 0 && errors.len().is_multiple_of(e) => {
                 if s.filter.len() != e {
                     s.filter = vec![0.0; e];
                 }
