@@ -385,17 +385,19 @@ pub mod check {
 
     /// Discounts, λ and fractions: in [0, 1].
     pub fn unit_interval(field: &str, v: f64) -> Result<(), ConfigError> {
-        match (0.0..=1.0).contains(&v) {
-            true => Ok(()),
-            false => invalid(field, "must be in [0, 1]"),
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            invalid(field, "must be in [0, 1]")
         }
     }
 
     /// Step sizes and scales: above 0 (NaN refused).
     pub fn positive(field: &str, v: f64) -> Result<(), ConfigError> {
-        match v > 0.0 {
-            true => Ok(()),
-            false => invalid(field, "must be positive"),
+        if v > 0.0 {
+            Ok(())
+        } else {
+            invalid(field, "must be positive")
         }
     }
 

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -140,6 +140,38 @@ impl Trial {
 
     fn run_dir(&self, dir: &Path, segment: usize) -> PathBuf {
         dir.join(self.name()).join(format!("run_{segment}"))
+    }
+
+    /// Its config file, `trial_0003/run.yaml`.
+    fn config_path(&self, dir: &Path) -> PathBuf {
+        dir.join(self.name()).join("run.yaml")
+    }
+
+    /// Writes its config file.
+    fn write_config(&self, dir: &Path) -> Result<(), TuneError> {
+        let cfg = self.config_path(dir);
+        fs::create_dir_all(dir.join(self.name())).map_err(|e| file_err(dir, e))?;
+        let yaml = serde_saphyr::to_string(&self.variant.config).map_err(|e| file_err(&cfg, e))?;
+        write_file_atomic(&cfg, yaml.as_bytes()).map_err(|e| file_err(&cfg, e))
+    }
+
+    /// Takes one line of its `progress.jsonl`: the env steps, and the metric when the line has
+    /// it (recorded).
+    fn ingest(
+        &mut self,
+        line: &serde_json::Map<String, Value>,
+        metric: &str,
+    ) -> (u64, Option<f64>) {
+        let t = line
+            .get("global_step")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.timesteps);
+        self.timesteps = t;
+        let v = line.get(metric).and_then(Value::as_f64);
+        if let Some(v) = v {
+            self.record(t, v);
+        }
+        (t, v)
     }
 
     /// Where its next run starts: the newest checkpoint of its current runs, else the
@@ -360,11 +392,8 @@ pub fn run(
 ) -> Result<ExperimentState, TuneError> {
     fs::create_dir_all(dir).map_err(|e| file_err(dir, e))?;
     for t in &state.trials {
-        let cfg = dir.join(t.name()).join("run.yaml");
-        if !cfg.exists() {
-            fs::create_dir_all(dir.join(t.name())).map_err(|e| file_err(dir, e))?;
-            let yaml = serde_saphyr::to_string(&t.variant.config).map_err(|e| file_err(&cfg, e))?;
-            write_file_atomic(&cfg, yaml.as_bytes()).map_err(|e| file_err(&cfg, e))?;
+        if !t.config_path(dir).exists() {
+            t.write_config(dir)?;
         }
     }
     state.save(dir)?;
@@ -402,11 +431,7 @@ pub fn run(
                 let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                let t = m
-                    .get("global_step")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(trial.timesteps);
-                trial.timesteps = t;
+                let (t, metric) = trial.ingest(&m, &state.tune.metric);
                 changed = true;
                 let time_total = trial.wall_seconds + r.started.elapsed().as_secs_f64();
                 let reached = state.tune.stop.iter().any(|(k, &bound)| {
@@ -420,8 +445,7 @@ pub fn run(
                 if reached && trial.stop_reason.is_none() {
                     trial.stop_reason = Some(StopReason::Done);
                 }
-                if let Some(v) = m.get(&state.tune.metric).and_then(Value::as_f64) {
-                    trial.record(t, v);
+                if let Some(v) = metric {
                     let d = state.scheduler.on_result(id, t, state.tune.mode.score(v));
                     if trial.stop_reason.is_none() {
                         trial.stop_reason = match d {
@@ -443,15 +467,10 @@ pub fn run(
             let status = r.child.try_wait().map_err(|e| file_err(&r.jsonl, e))?;
             let Some(status) = status else { continue };
             let mut r = running.remove(&id).expect("running");
+            // Its last lines: results only, the scheduler has nothing left to decide.
             for line in read_new_lines(&mut r) {
                 if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&line) {
-                    let trial = &mut state.trials[id];
-                    if let Some(t) = m.get("global_step").and_then(Value::as_u64) {
-                        trial.timesteps = t;
-                        if let Some(v) = m.get(&state.tune.metric).and_then(Value::as_f64) {
-                            trial.record(t, v);
-                        }
-                    }
+                    state.trials[id].ingest(&m, &state.tune.metric);
                 }
             }
             let trial = &mut state.trials[id];
@@ -545,8 +564,7 @@ fn launch(
         None => {
             // A restart from scratch: its results replace the lost run's.
             trial.history.clear();
-            cmd.arg("train")
-                .arg(dir.join(trial.name()).join("run.yaml"));
+            cmd.arg("train").arg(trial.config_path(dir));
         }
     }
     cmd.arg("--out").arg(&out).arg("--quiet");
@@ -596,9 +614,7 @@ fn propose(dir: &Path, state: &mut ExperimentState, id: usize) -> Result<(), Tun
     }
     trial.variant.params = params;
     trial.proposed = true;
-    let cfg = dir.join(trial.name()).join("run.yaml");
-    let yaml = serde_saphyr::to_string(&trial.variant.config).map_err(|e| file_err(&cfg, e))?;
-    write_file_atomic(&cfg, yaml.as_bytes()).map_err(|e| file_err(&cfg, e))
+    trial.write_config(dir)
 }
 
 /// PBT's exploit and explore: trial `id` goes on from `donor`'s newest checkpoint, with the
@@ -826,8 +842,6 @@ fn copy_dir_atomic(from: &Path, to: &Path) -> Result<(), TuneError> {
         fs::remove_dir_all(to).map_err(|e| file_err(to, e))?;
     }
     fs::rename(&tmp, to).map_err(|e| file_err(to, e))?;
-    let _ = fs::File::open(to).and_then(|f| f.sync_all());
-    let _ = std::io::stderr().flush();
     Ok(())
 }
 

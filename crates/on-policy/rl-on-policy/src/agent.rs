@@ -299,12 +299,13 @@ impl RolloutSettings {
         check::at_least_one(&[("n_steps", self.n_steps)])?;
         check::unit_interval("gamma", self.gamma)?;
         check::unit_interval("gae_lambda", self.gae_lambda)?;
-        match self.sde_sample_freq_key == -1 || self.sde_sample_freq_key > 0 {
-            true => Ok(()),
-            false => invalid(
+        if self.sde_sample_freq_key == -1 || self.sde_sample_freq_key > 0 {
+            Ok(())
+        } else {
+            invalid(
                 "sde_sample_freq",
                 "must be -1 (once per rollout) or positive",
-            ),
+            )
         }
     }
 }
