@@ -1,0 +1,317 @@
+//! DreamerV3 (Hafner et al. 2023, "Mastering Diverse Domains through World Models"), with
+//! RLlib's names and defaults.
+//!
+//! The crate reads top-down: [`config`] (`algo_kwargs`), [`model`] (the world model's
+//! networks), [`loss`] (the named loss terms), and here the learner. The shared pieces —
+//! RSSM, two-hot heads, categorical latents, λ-returns, return scale — live in the family
+//! crate `rl-model-based`; the map is `docs/architecture.md`.
+//!
+//! This stage is the learner's update on a replayed batch ([`DreamerV3Learner::update`]):
+//! the world model's step, then the critic's and actor's in imagination (discrete actions);
+//! the env loop, replay, checkpoints and Box actions come next (see the README).
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod loss;
+pub mod model;
+
+pub use config::DreamerV3Config;
+pub use model::{Actor, Critic, WorldModel};
+
+use model::tensor2;
+use rl_core::Rng;
+use rl_core::algorithm::{Progress, RlError};
+use rl_core::batch::{host, tensor1};
+use rl_core::burn::tensor::activation::sigmoid;
+use rl_core::burn::tensor::{Device, Tensor};
+use rl_core::logger::Metrics;
+use rl_core::optim::{FlatOptimizer, OptimizerKind};
+use rl_core::params::{flat_grads, polyak};
+use rl_model_based::categorical::draw_one_hot;
+use rl_model_based::rssm::RssmState;
+use rl_model_based::{ReturnScale, SequenceBatch, TwoHot, kl_terms, lambda_returns};
+
+/// Adam's ε of every DreamerV3 optimizer (RLlib's).
+pub const ADAM_EPS: f64 = 1e-8;
+
+/// The world model's loss terms of one batch, as means over its `T·B` rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorldModelLosses {
+    /// Decoder (symlog squared error of the observations).
+    pub decoder: f64,
+    /// Reward two-hot cross-entropy.
+    pub reward: f64,
+    /// Continue binary cross-entropy.
+    pub cont: f64,
+    /// Dynamics KL (after free bits).
+    pub kl_dyn: f64,
+    /// Representation KL (after free bits).
+    pub kl_rep: f64,
+    /// The weighted total.
+    pub total: f64,
+}
+
+impl WorldModelLosses {
+    /// The metrics (`losses/world_model`, `losses/kl_dyn`, …).
+    pub fn metrics(&self) -> Metrics {
+        let mut m = Metrics::new();
+        for (k, v) in [
+            ("losses/world_model", self.total),
+            ("losses/decoder", self.decoder),
+            ("losses/reward", self.reward),
+            ("losses/continue", self.cont),
+            ("losses/kl_dyn", self.kl_dyn),
+            ("losses/kl_rep", self.kl_rep),
+        ] {
+            m.insert(k.into(), v);
+        }
+        m
+    }
+}
+
+/// Update rate of the critic's slow EMA copy (DreamerV3: decay 0.98).
+pub const CRITIC_EMA_RATE: f64 = 0.02;
+
+/// World model, actor and critic (with its slow copy), one optimizer each, the return scale
+/// and the generator of latent samples and imagined actions.
+pub struct DreamerV3Learner {
+    cfg: DreamerV3Config,
+    world_model: WorldModel,
+    actor: Actor,
+    critic: Critic,
+    critic_ema: Critic,
+    wm_opt: FlatOptimizer,
+    actor_opt: FlatOptimizer,
+    critic_opt: FlatOptimizer,
+    return_scale: ReturnScale,
+    rng: Rng,
+    two_hot: TwoHot,
+    device: Device,
+}
+
+impl DreamerV3Learner {
+    /// A learner for `obs_dim`-wide vector observations and `n_actions` discrete actions
+    /// (one-hot); weights from the `seed`'s `model` stream, latent samples and imagined
+    /// actions from its `latents` stream.
+    pub fn new(
+        cfg: DreamerV3Config,
+        obs_dim: usize,
+        n_actions: usize,
+        seed: u64,
+        device: &Device,
+    ) -> Self {
+        let dims = cfg.model_size.dims();
+        let mut init = Rng::for_stream(seed, "model");
+        let symlog = cfg.symlog_obs.resolve(false);
+        let world_model = WorldModel::new(&dims, obs_dim, n_actions, symlog, &mut init, device);
+        let f = world_model.rssm.feature_dim();
+        let actor = Actor::new(f, n_actions, &dims, &mut init, device);
+        let critic = Critic::new(f, &dims, &mut init, device);
+        let adam = |clip: f64| FlatOptimizer::new(OptimizerKind::adam(ADAM_EPS), Some(clip));
+        Self {
+            wm_opt: adam(cfg.world_model_grad_clip_by_global_norm),
+            actor_opt: adam(cfg.actor_grad_clip_by_global_norm),
+            critic_opt: adam(cfg.critic_grad_clip_by_global_norm),
+            return_scale: ReturnScale::new(cfg.return_normalization_decay),
+            critic_ema: critic.clone(),
+            actor,
+            critic,
+            cfg,
+            world_model,
+            rng: Rng::for_stream(seed, "latents"),
+            two_hot: TwoHot::dreamer(),
+            device: device.clone(),
+        }
+    }
+
+    /// The world model.
+    pub fn world_model(&self) -> &WorldModel {
+        &self.world_model
+    }
+
+    /// The world-model loss of `batch` (a scalar tensor to differentiate) and its terms;
+    /// latent samples are drawn from `rng`.
+    pub fn world_model_loss(
+        &self,
+        batch: &SequenceBatch,
+        rng: &mut Rng,
+    ) -> Result<(Tensor<1>, WorldModelLosses, RssmState), RlError> {
+        batch
+            .check()
+            .map_err(|m| RlError::Config(rl_core::config::ConfigError::new("batch", m)))?;
+        let dev = &self.device;
+        let wm = &self.world_model;
+        let n = batch.rows();
+        let post = wm.observe(batch, rng, dev);
+        let obs = wm.obs_target(tensor2(&batch.obs, n, batch.obs_dim, dev));
+        let decoder = loss::decoder_loss(wm.decoder.forward(post.features.clone()), obs);
+        let reward_target = self.two_hot.encode_tensor(&batch.rewards, dev);
+        let reward = TwoHot::loss(wm.reward.forward(post.features.clone()), reward_target);
+        let cont_target: Vec<f32> = batch.is_terminated.iter().map(|d| 1.0 - d).collect();
+        let cont = loss::continue_loss(wm.cont.forward(post.features), tensor1(cont_target, dev));
+        let kl = kl_terms(post.posterior, post.prior, loss::FREE_BITS);
+        let states = post.states.detach();
+        let mean = |t: &Tensor<1>| host(t.clone().mean().inner())[0] as f64;
+        let (d, r, c) = (mean(&decoder), mean(&reward), mean(&cont));
+        let (kd, kr) = (mean(&kl.dynamics), mean(&kl.representation));
+        let prediction = loss::prediction_loss(decoder, reward, cont);
+        let total = loss::world_model_loss(prediction, kl.dynamics, kl.representation).mean();
+        let t = mean(&total);
+        let terms = WorldModelLosses {
+            decoder: d,
+            reward: r,
+            cont: c,
+            kl_dyn: kd,
+            kl_rep: kr,
+            total: t,
+        };
+        Ok((total, terms, states))
+    }
+
+    /// One update on a replayed batch (RLlib's learner step): the world model's step, then,
+    /// if `train_critic`, the critic's and actor's in imagination from every posterior state.
+    pub fn update(
+        &mut self,
+        batch: &SequenceBatch,
+        progress: &Progress,
+    ) -> Result<Metrics, RlError> {
+        let (mut m, states) = self.train_world_model(batch, progress)?;
+        if self.cfg.train_critic {
+            m.extend(self.train_behavior(states, &batch.is_terminated, progress)?);
+        }
+        Ok(m)
+    }
+
+    /// One Adam step of the world model on `batch`; returns its loss terms as metrics and
+    /// the posterior states (detached, time-major), where imagination starts.
+    pub fn train_world_model(
+        &mut self,
+        batch: &SequenceBatch,
+        progress: &Progress,
+    ) -> Result<(Metrics, RssmState), RlError> {
+        let mut rng = self.rng.clone();
+        let (total, terms, states) = self.world_model_loss(batch, &mut rng)?;
+        self.rng = rng;
+        rl_core::algorithm::check_losses(
+            progress.num_timesteps,
+            &[("losses/world_model", terms.total)],
+        )?;
+        let g = flat_grads(&self.world_model, total.backward(), &self.device);
+        let lr = self.cfg.world_model_lr;
+        let (wm, stats) = self.wm_opt.step_flat(lr, self.world_model.clone(), g);
+        self.world_model = wm;
+        let mut m = terms.metrics();
+        let grad_norm = stats.grad_norm as f64;
+        m.insert("losses/world_model_grad_norm".into(), grad_norm);
+        Ok((m, states))
+    }
+
+    /// Imagines `horizon_H` steps from each of `start`'s states with the actor (actions drawn
+    /// from its policy), then one critic step (λ-returns and the slow critic as targets) and,
+    /// if `train_actor`, one actor step (REINFORCE with the scaled advantages and the entropy
+    /// bonus). `terminated` marks start states that end an episode (nothing follows them).
+    pub fn train_behavior(
+        &mut self,
+        start: RssmState,
+        terminated: &[f32],
+        progress: &Progress,
+    ) -> Result<Metrics, RlError> {
+        let dev = self.device.clone();
+        let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
+        let wm = &self.world_model;
+        // The imagined trajectory: no gradient flows through it (REINFORCE for discrete
+        // actions), so every state is detached.
+        let mut states = vec![start];
+        let mut actions = Vec::with_capacity(h);
+        for t in 0..h {
+            let probs = self.actor.probs(states[t].features().detach());
+            let k = probs.dims()[1];
+            let a = draw_one_hot(&host(probs.inner()), k, &mut self.rng);
+            let a = tensor2(&a, n, k, &dev);
+            let next = wm.rssm.imagine(states[t].clone(), a.clone(), &mut self.rng);
+            actions.push(a);
+            states.push(next.detach());
+        }
+        let feats = Tensor::cat(states.iter().map(|s| s.features()).collect(), 0).detach();
+        let rewards = self.two_hot.decode(wm.reward.forward(feats.clone()));
+        let cont = sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1));
+        let values = self.two_hot.decode(self.critic.logits(feats.clone()));
+        let (rewards, mut cont, values) = (host(rewards), host(cont), host(values));
+        // The start state's continue flag is the replayed one.
+        for (c, d) in cont.iter_mut().zip(terminated) {
+            *c = 1.0 - d;
+        }
+        let as_tensor = |v: &[f32]| tensor2(v, h + 1, n, &dev);
+        let (g, l) = (self.cfg.gamma, self.cfg.gae_lambda);
+        let (r, c, v) = (as_tensor(&rewards), as_tensor(&cont), as_tensor(&values));
+        let returns = host(lambda_returns(r, c, v, g, l));
+        // Reach weights: w_0 = c_0, w_t = w_{t−1}·γ·c_t.
+        let mut weight = cont[..n].to_vec();
+        for t in 1..h {
+            let next: Vec<f32> = (0..n)
+                .map(|i| weight[(t - 1) * n + i] * g as f32 * cont[t * n + i])
+                .collect();
+            weight.extend(next);
+        }
+        let scale = self.return_scale.update(&returns);
+        let rows = h * n;
+        let feats_h = feats.narrow(0, 0, rows);
+        let weight = tensor1(weight, &dev);
+
+        let ema_values = host(self.two_hot.decode(self.critic_ema.logits(feats_h.clone())));
+        let logits = self.critic.logits(feats_h.clone());
+        let return_ce = TwoHot::loss(logits.clone(), self.two_hot.encode_tensor(&returns, &dev));
+        let ema_ce = TwoHot::loss(logits, self.two_hot.encode_tensor(&ema_values, &dev));
+        let critic_total = loss::critic_loss(return_ce, ema_ce, weight.clone()).mean();
+        let critic_loss = host(critic_total.clone().inner())[0] as f64;
+
+        let probs = self.actor.probs(feats_h);
+        let log_probs = probs.clone().log();
+        let taken = Tensor::cat(actions, 0);
+        let log_prob = (log_probs.clone() * taken).sum_dims_squeeze::<1, _>(&[1]);
+        let entropy = -(probs * log_probs).sum_dims_squeeze::<1, _>(&[1]);
+        let adv: Vec<f32> = (0..rows)
+            .map(|i| (returns[i] - values[i]) / scale as f32)
+            .collect();
+        let mean_entropy = host(entropy.clone().mean().inner())[0] as f64;
+        let eta = self.cfg.entropy_scale;
+        let actor_total =
+            loss::actor_loss(log_prob, tensor1(adv, &dev), entropy, eta, weight).mean();
+        let actor_loss = host(actor_total.clone().inner())[0] as f64;
+        rl_core::algorithm::check_losses(
+            progress.num_timesteps,
+            &[("losses/critic", critic_loss), ("losses/actor", actor_loss)],
+        )?;
+
+        let grads = flat_grads(&self.critic, critic_total.backward(), &dev);
+        let lr = self.cfg.critic_lr;
+        self.critic = self.critic_opt.step_flat(lr, self.critic.clone(), grads).0;
+        self.critic_ema = polyak(self.critic_ema.clone(), &self.critic, CRITIC_EMA_RATE);
+        let mut m = Metrics::new();
+        if self.cfg.train_actor {
+            let grads = flat_grads(&self.actor, actor_total.backward(), &dev);
+            let lr = self.cfg.actor_lr;
+            self.actor = self.actor_opt.step_flat(lr, self.actor.clone(), grads).0;
+            m.insert("losses/actor".into(), actor_loss);
+            m.insert("losses/entropy".into(), mean_entropy);
+        }
+        let mean = |v: &[f32]| v.iter().map(|x| *x as f64).sum::<f64>() / v.len().max(1) as f64;
+        m.insert("losses/critic".into(), critic_loss);
+        m.insert("dreamer/return_scale".into(), scale);
+        m.insert("dreamer/imagined_return".into(), mean(&returns));
+        m.insert("dreamer/imagined_value".into(), mean(&values[..rows]));
+        m.insert("dreamer/imagined_reward".into(), mean(&rewards[n..]));
+        m.insert("dreamer/imagined_continue".into(), mean(&cont[n..]));
+        Ok(m)
+    }
+
+    /// The actor.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// The critic.
+    pub fn critic(&self) -> &Critic {
+        &self.critic
+    }
+}
