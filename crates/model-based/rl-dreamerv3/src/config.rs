@@ -135,20 +135,16 @@ impl AlgoConfig for DreamerV3Config {
             ("world_model_lr", self.world_model_lr),
             ("actor_lr", self.actor_lr),
             ("critic_lr", self.critic_lr),
-            (
-                "world_model_grad_clip_by_global_norm",
-                self.world_model_grad_clip_by_global_norm,
-            ),
-            (
-                "critic_grad_clip_by_global_norm",
-                self.critic_grad_clip_by_global_norm,
-            ),
-            (
-                "actor_grad_clip_by_global_norm",
-                self.actor_grad_clip_by_global_norm,
-            ),
         ] {
             check::positive(field, v)?;
+        }
+        let clips = [
+            ("world_model", self.world_model_grad_clip_by_global_norm),
+            ("critic", self.critic_grad_clip_by_global_norm),
+            ("actor", self.actor_grad_clip_by_global_norm),
+        ];
+        for (net, v) in clips {
+            check::positive(&format!("{net}_grad_clip_by_global_norm"), v)?;
         }
         for (field, v) in [
             ("gamma", self.gamma),
@@ -234,6 +230,10 @@ mod tests {
             ),
             (serde_json::json!({"horizon_H": 0}), "algo_kwargs.horizon_H"),
             (serde_json::json!({"gamma": 1.5}), "algo_kwargs.gamma"),
+            (
+                serde_json::json!({"critic_grad_clip_by_global_norm": 0.0}),
+                "algo_kwargs.critic_grad_clip_by_global_norm",
+            ),
             (
                 serde_json::json!({"symlog_obs": "sometimes"}),
                 "algo_kwargs.symlog_obs",
