@@ -11,25 +11,33 @@
 //! the env loop, replay, checkpoints and Box actions come next (see the README).
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod config;
 pub mod loss;
 pub mod model;
 
+pub use agent::DreamerV3;
 pub use config::DreamerV3Config;
 pub use model::{Actor, Critic, WorldModel};
 
 use model::tensor2;
 use rl_core::Rng;
-use rl_core::algorithm::{Progress, RlError};
+use rl_core::algorithm::{Learner, LearnerState, Progress, RlError, state_entry};
 use rl_core::batch::{host, tensor1};
+use rl_core::burn::module::Module;
 use rl_core::burn::tensor::activation::sigmoid;
 use rl_core::burn::tensor::{Device, Tensor};
+use rl_core::checkpoint::Checkpoint;
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
-use rl_core::params::{flat_grads, polyak};
+use rl_core::params::{
+    TensorMap, flat_grads, load_module_tensors, module_tensors, num_params, polyak,
+};
 use rl_model_based::categorical::draw_one_hot;
 use rl_model_based::rssm::RssmState;
 use rl_model_based::{ReturnScale, SequenceBatch, TwoHot, kl_terms, lambda_returns};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// Adam's ε of every DreamerV3 optimizer (RLlib's).
 pub const ADAM_EPS: f64 = 1e-8;
@@ -124,6 +132,16 @@ impl DreamerV3Learner {
         }
     }
 
+    /// The hyperparameters.
+    pub fn config(&self) -> &DreamerV3Config {
+        &self.cfg
+    }
+
+    /// The (autodiff) device it trains on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     /// The world model.
     pub fn world_model(&self) -> &WorldModel {
         &self.world_model
@@ -145,8 +163,8 @@ impl DreamerV3Learner {
         let post = wm.observe(batch, rng, dev);
         let obs = wm.obs_target(tensor2(&batch.obs, n, batch.obs_dim, dev));
         let decoder = loss::decoder_loss(wm.decoder.forward(post.features.clone()), obs);
-        let reward_target = self.two_hot.encode_tensor(&batch.rewards, dev);
-        let reward = TwoHot::loss(wm.reward.forward(post.features.clone()), reward_target);
+        let reward_logits = wm.reward.forward(post.features.clone());
+        let reward = self.two_hot.loss_of(reward_logits, &batch.rewards);
         let cont_target: Vec<f32> = batch.is_terminated.iter().map(|d| 1.0 - d).collect();
         let cont = loss::continue_loss(wm.cont.forward(post.features), tensor1(cont_target, dev));
         let kl = kl_terms(post.posterior, post.prior, loss::FREE_BITS);
@@ -166,20 +184,6 @@ impl DreamerV3Learner {
             total: t,
         };
         Ok((total, terms, states))
-    }
-
-    /// One update on a replayed batch (RLlib's learner step): the world model's step, then,
-    /// if `train_critic`, the critic's and actor's in imagination from every posterior state.
-    pub fn update(
-        &mut self,
-        batch: &SequenceBatch,
-        progress: &Progress,
-    ) -> Result<Metrics, RlError> {
-        let (mut m, states) = self.train_world_model(batch, progress)?;
-        if self.cfg.train_critic {
-            m.extend(self.train_behavior(states, &batch.is_terminated, progress)?);
-        }
-        Ok(m)
     }
 
     /// One Adam step of the world model on `batch`; returns its loss terms as metrics and
@@ -218,25 +222,41 @@ impl DreamerV3Learner {
     ) -> Result<Metrics, RlError> {
         let dev = self.device.clone();
         let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
-        let wm = &self.world_model;
         // The imagined trajectory: no gradient flows through it (REINFORCE for discrete
-        // actions), so every state is detached.
+        // actions), so it runs on inference copies of the networks, without autodiff.
+        let (wm, actor, critic) = (
+            self.world_model.valid(),
+            self.actor.valid(),
+            self.critic.valid(),
+        );
+        let start = RssmState {
+            h: start.h.inner(),
+            z: start.z.inner(),
+        };
+        let inner = start.h.device();
         let mut states = vec![start];
-        let mut actions = Vec::with_capacity(h);
+        let mut actions = Vec::with_capacity(h * n);
         for t in 0..h {
-            let probs = self.actor.probs(states[t].features().detach());
+            let probs = actor.probs(states[t].features());
             let k = probs.dims()[1];
-            let a = draw_one_hot(&host(probs.inner()), k, &mut self.rng);
-            let a = tensor2(&a, n, k, &dev);
-            let next = wm.rssm.imagine(states[t].clone(), a.clone(), &mut self.rng);
-            actions.push(a);
-            states.push(next.detach());
+            let a = draw_one_hot(&host(probs), k, &mut self.rng);
+            let a_t = tensor2(&a, n, k, &inner);
+            let next = wm.rssm.imagine(states[t].clone(), a_t, &mut self.rng);
+            actions.extend(a);
+            states.push(next);
         }
-        let feats = Tensor::cat(states.iter().map(|s| s.features()).collect(), 0).detach();
-        let rewards = self.two_hot.decode(wm.reward.forward(feats.clone()));
-        let cont = sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1));
-        let values = self.two_hot.decode(self.critic.logits(feats.clone()));
-        let (rewards, mut cont, values) = (host(rewards), host(cont), host(values));
+        let feats = Tensor::cat(states.iter().map(|s| s.features()).collect(), 0);
+        // Predictions without gradient are decoded on the host, one pass per row.
+        let rewards = self
+            .two_hot
+            .decode_host(&host(wm.reward.forward(feats.clone())));
+        let cont = host(sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1)));
+        let values = self
+            .two_hot
+            .decode_host(&host(critic.logits(feats.clone())));
+        // The actor and critic train on these states (no gradient into the world model).
+        let feats = Tensor::from_inner(feats);
+        let mut cont = cont;
         // The start state's continue flag is the replayed one.
         for (c, d) in cont.iter_mut().zip(terminated) {
             *c = 1.0 - d;
@@ -256,18 +276,30 @@ impl DreamerV3Learner {
         let scale = self.return_scale.update(&returns);
         let rows = h * n;
         let feats_h = feats.narrow(0, 0, rows);
-        let weight = tensor1(weight, &dev);
+        let weight_host = weight;
+        let weight = tensor1(weight_host.clone(), &dev);
 
-        let ema_values = host(self.two_hot.decode(self.critic_ema.logits(feats_h.clone())));
+        let ema = self.critic_ema.valid().logits(feats_h.clone().inner());
+        let ema_values = self.two_hot.decode_host(&host(ema));
         let logits = self.critic.logits(feats_h.clone());
-        let return_ce = TwoHot::loss(logits.clone(), self.two_hot.encode_tensor(&returns, &dev));
-        let ema_ce = TwoHot::loss(logits, self.two_hot.encode_tensor(&ema_values, &dev));
+        // Both cross-entropies and their gradient in one host pass over the `[H·N, 255]`
+        // logits (equal weights: the regularizer's weight is 1); the step back-propagates
+        // that gradient through `Σ logits ⊙ sg(gradient)`.
+        const _: () = assert!(loss::CRITIC_EMA_REGULARIZER == 1.0);
+        let per_row: Vec<f32> = weight_host.iter().map(|w| w / rows as f32).collect();
+        let bins = self.two_hot.len();
+        let lh = host(logits.clone().inner());
+        let (ce, grad) = self
+            .two_hot
+            .ce_and_grad(&lh, &[&returns, &ema_values], &per_row);
+        let [return_ce, ema_ce] = [&ce[0], &ce[1]].map(|v| tensor1(v.clone(), &dev));
         let critic_total = loss::critic_loss(return_ce, ema_ce, weight.clone()).mean();
-        let critic_loss = host(critic_total.clone().inner())[0] as f64;
+        let critic_loss = host(critic_total.inner())[0] as f64;
+        let critic_surrogate = (logits * tensor2(&grad, rows, bins, &dev)).sum();
 
         let probs = self.actor.probs(feats_h);
         let log_probs = probs.clone().log();
-        let taken = Tensor::cat(actions, 0);
+        let taken = tensor2(&actions, rows, actions.len() / rows.max(1), &dev);
         let log_prob = (log_probs.clone() * taken).sum_dims_squeeze::<1, _>(&[1]);
         let entropy = -(probs * log_probs).sum_dims_squeeze::<1, _>(&[1]);
         let adv: Vec<f32> = (0..rows)
@@ -283,7 +315,7 @@ impl DreamerV3Learner {
             &[("losses/critic", critic_loss), ("losses/actor", actor_loss)],
         )?;
 
-        let grads = flat_grads(&self.critic, critic_total.backward(), &dev);
+        let grads = flat_grads(&self.critic, critic_surrogate.backward(), &dev);
         let lr = self.cfg.critic_lr;
         self.critic = self.critic_opt.step_flat(lr, self.critic.clone(), grads).0;
         self.critic_ema = polyak(self.critic_ema.clone(), &self.critic, CRITIC_EMA_RATE);
@@ -313,5 +345,106 @@ impl DreamerV3Learner {
     /// The critic.
     pub fn critic(&self) -> &Critic {
         &self.critic
+    }
+}
+
+/// The learner's entry in `state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LearnerEntry {
+    /// Steps of the world model's, actor's and critic's optimizers.
+    optimizer_steps: [u64; 3],
+    /// Latent samples and imagined actions.
+    rng: Rng,
+    /// The return scale's EMAs.
+    return_scale: ReturnScale,
+}
+
+/// The weights' prefixes in `model.safetensors` (the acting side needs the first two).
+const WORLD_MODEL: &str = "world_model.";
+const ACTOR: &str = "actor.";
+const CRITIC: &str = "critic.";
+const CRITIC_EMA: &str = "critic_ema.";
+
+impl Learner for DreamerV3Learner {
+    type Batch = SequenceBatch;
+
+    /// One update on a replayed batch (RLlib's learner step): the world model's step, then,
+    /// if `train_critic`, the critic's and actor's in imagination from every posterior state.
+    fn update(&mut self, batch: &SequenceBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let (mut m, states) = self.train_world_model(batch, progress)?;
+        if self.cfg.train_critic {
+            m.extend(self.train_behavior(states, &batch.is_terminated, progress)?);
+        }
+        Ok(m)
+    }
+
+    /// World model, actor and critic (the slow critic is learner state).
+    fn weights(&self) -> TensorMap {
+        let mut w = TensorMap::default();
+        w.extend_prefixed(WORLD_MODEL, module_tensors(&self.world_model));
+        w.extend_prefixed(ACTOR, module_tensors(&self.actor));
+        w.extend_prefixed(CRITIC, module_tensors(&self.critic));
+        w
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        let mut w = weights.clone();
+        let dev = &self.device;
+        let file = "weights";
+        let wm = w.split_off_prefix(WORLD_MODEL);
+        self.world_model = load_module_tensors(self.world_model.clone(), &wm, file, dev)?;
+        let actor = w.split_off_prefix(ACTOR);
+        self.actor = load_module_tensors(self.actor.clone(), &actor, file, dev)?;
+        let critic = w.split_off_prefix(CRITIC);
+        self.critic = load_module_tensors(self.critic.clone(), &critic, file, dev)?;
+        Ok(())
+    }
+
+    /// `model.safetensors` (the weights and the slow critic), `optimizer.safetensors` (the
+    /// three Adams' moments), and the steps, generator and return scale in `state.json`.
+    fn save_state(&self) -> LearnerState {
+        let mut model = self.weights();
+        model.extend_prefixed(CRITIC_EMA, module_tensors(&self.critic_ema));
+        let mut opt = TensorMap::default();
+        let optimizer_steps = [
+            self.wm_opt.save("world_model", &mut opt),
+            self.actor_opt.save("actor", &mut opt),
+            self.critic_opt.save("critic", &mut opt),
+        ];
+        let mut state = LearnerState::default();
+        state.file("model.safetensors", model.to_bytes());
+        state.file("optimizer.safetensors", opt.to_bytes());
+        let entry = LearnerEntry {
+            optimizer_steps,
+            rng: self.rng.clone(),
+            return_scale: self.return_scale.clone(),
+        };
+        state.insert("dreamer", entry);
+        state
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let e: LearnerEntry = state_entry(ck, entries, "dreamer")?;
+        let dev = self.device.clone();
+        let path = ck.path_of("model.safetensors");
+        let mut model = TensorMap::from_bytes(ck.file("model.safetensors")?, &path)?;
+        let ema = model.split_off_prefix(CRITIC_EMA);
+        self.critic_ema = load_module_tensors(self.critic_ema.clone(), &ema, &path, &dev)?;
+        self.set_weights(&model)?;
+        let path = ck.path_of("optimizer.safetensors");
+        let mut opt = TensorMap::from_bytes(ck.file("optimizer.safetensors")?, &path)?;
+        let [w, a, c] = e.optimizer_steps;
+        let n_wm = num_params(&self.world_model);
+        self.wm_opt
+            .load("world_model", &mut opt, w, n_wm, &path, &dev)?;
+        let n_actor = num_params(&self.actor);
+        self.actor_opt
+            .load("actor", &mut opt, a, n_actor, &path, &dev)?;
+        let n_critic = num_params(&self.critic);
+        self.critic_opt
+            .load("critic", &mut opt, c, n_critic, &path, &dev)?;
+        self.rng = e.rng;
+        self.return_scale = e.return_scale;
+        Ok(())
     }
 }

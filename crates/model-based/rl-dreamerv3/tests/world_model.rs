@@ -3,7 +3,7 @@
 //! RSSM, heads, KL — leaves it high).
 
 use rl_core::Rng;
-use rl_core::algorithm::Progress;
+use rl_core::algorithm::{Learner, Progress};
 use rl_core::burn::tensor::Device;
 use rl_core::config::AlgoConfig;
 use rl_dreamerv3::{DreamerV3Config, DreamerV3Learner};

@@ -11,6 +11,7 @@
 //!   the GRU cell whose three gates are one product per step;
 //! - [`rssm`]: the recurrent state-space model (sequence model, prior, posterior) that
 //!   observes replayed sequences and imagines ahead;
+//! - [`replay`]: the sequence replay (each env's steps in a ring, windows of `T` rows);
 //! - [`sizes`]: RLlib's `model_size` table (nano … XL).
 //!
 //! Every random draw comes from an [`rl_core::Rng`] the caller owns.
@@ -19,6 +20,7 @@
 pub mod batch;
 pub mod categorical;
 pub mod nets;
+pub mod replay;
 pub mod returns;
 pub mod rssm;
 pub mod sizes;
@@ -27,6 +29,7 @@ pub mod twohot;
 pub use batch::SequenceBatch;
 pub use categorical::{KlTerms, kl_terms, straight_through_sample, unimix};
 pub use nets::{DenseStack, NormGru};
+pub use replay::{SequenceReplay, StepRow};
 pub use returns::{ReturnScale, lambda_returns};
 pub use rssm::{Rssm, RssmState};
 pub use sizes::{ModelDims, ModelSize};

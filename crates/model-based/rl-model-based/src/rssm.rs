@@ -139,6 +139,20 @@ impl Rssm {
         is_first: Tensor<2>,
         rng: &mut Rng,
     ) -> Observed {
+        let draw = |p: Tensor<3>| straight_through_sample(p, rng);
+        self.observe_with(state, prev_action, embed, is_first, draw)
+    }
+
+    /// [`observe`](Self::observe) with `z_t` chosen by `draw` from the posterior's
+    /// probabilities (e.g. [`mode`](crate::categorical::mode) for deterministic acting).
+    pub fn observe_with(
+        &self,
+        state: RssmState,
+        prev_action: Tensor<2>,
+        embed: Tensor<2>,
+        is_first: Tensor<2>,
+        draw: impl FnOnce(Tensor<3>) -> Tensor<3>,
+    ) -> Observed {
         let keep = is_first.neg().add_scalar(1.0);
         let state = RssmState {
             h: state.h * keep.clone(),
@@ -155,7 +169,7 @@ impl Rssm {
             logits.reshape([b, self.num_categoricals, self.num_classes]),
             UNIMIX,
         );
-        let z = straight_through_sample(posterior.clone(), rng);
+        let z = draw(posterior.clone());
         Observed {
             state: RssmState { h, z },
             posterior,

@@ -3,8 +3,9 @@
 //! cross-entropy against a two-hot target, and read as the expected bin, mapped back with
 //! symexp. Large and small targets then give gradients of the same size.
 
+use rayon::prelude::*;
 use rl_core::burn::tensor::activation::{log_softmax, softmax};
-use rl_core::burn::tensor::{Device, Tensor, TensorData};
+use rl_core::burn::tensor::{Device, Int, Tensor, TensorData};
 
 /// `sign(x)·ln(|x| + 1)`.
 pub fn symlog(x: f32) -> f32 {
@@ -64,23 +65,50 @@ impl TwoHot {
         &self.bins
     }
 
-    /// Two-hot targets `[n × bins]` for `values` (original space): each value's symlog,
-    /// clipped to the bins' range, split between its two neighbouring bins in proportion to
-    /// closeness, so the targets' expected bin is the symlog itself.
-    pub fn encode(&self, values: &[f32]) -> Vec<f32> {
+    /// Where each value's two-hot target sits: the lower of its two bins and the weight of
+    /// the upper one (the symlog clipped to the bins' range, split between its neighbouring
+    /// bins in proportion to closeness, so the targets' expected bin is the symlog itself).
+    pub fn split(&self, values: &[f32]) -> (Vec<i64>, Vec<f32>) {
         let k = self.bins.len();
         let (low, high) = (self.bins[0], self.bins[k - 1]);
         let step = (high - low) / (k - 1) as f32;
+        values
+            .iter()
+            .map(|&v| {
+                let pos = (symlog(v).clamp(low, high) - low) / step;
+                let i = (pos.floor() as usize).min(k - 2);
+                (i as i64, (pos - i as f32).clamp(0.0, 1.0))
+            })
+            .unzip()
+    }
+
+    /// Two-hot targets `[n × bins]` for `values` (original space), dense: see
+    /// [`split`](Self::split).
+    pub fn encode(&self, values: &[f32]) -> Vec<f32> {
+        let k = self.bins.len();
         let mut out = vec![0.0f32; values.len() * k];
-        for (row, &v) in out.chunks_mut(k).zip(values) {
-            let y = symlog(v).clamp(low, high);
-            let pos = (y - low) / step;
-            let i = (pos.floor() as usize).min(k - 2);
-            let above = (pos - i as f32).clamp(0.0, 1.0);
-            row[i] += 1.0 - above;
-            row[i + 1] += above;
+        let (lower, above) = self.split(values);
+        for ((row, i), w) in out.chunks_mut(k).zip(lower).zip(above) {
+            row[i as usize] += 1.0 - w;
+            row[i as usize + 1] += w;
         }
         out
+    }
+
+    /// Cross-entropy of `logits` `[n, bins]` against the two-hot targets of `values`,
+    /// per row: `[n]`. The same as [`loss`](Self::loss) of the dense targets, reading only the
+    /// two bins each target touches.
+    pub fn loss_of(&self, logits: Tensor<2>, values: &[f32]) -> Tensor<1> {
+        let n = values.len();
+        let device = logits.device();
+        let (lower, above) = self.split(values);
+        let upper: Vec<i64> = lower.iter().map(|i| i + 1).collect();
+        let index = |v: Vec<i64>| Tensor::<2, Int>::from_data(TensorData::new(v, [n, 1]), &device);
+        let w_up = Tensor::<1>::from_data(TensorData::new(above, [n]), &device);
+        let lsm = log_softmax(logits, 1);
+        let lo = lsm.clone().gather(1, index(lower)).squeeze_dim::<1>(1);
+        let hi = lsm.gather(1, index(upper)).squeeze_dim::<1>(1);
+        -(lo * w_up.clone().neg().add_scalar(1.0) + hi * w_up)
     }
 
     /// [`encode`](Self::encode) as a `[n, bins]` tensor.
@@ -93,6 +121,78 @@ impl TwoHot {
     /// space), mapped back with symexp: `[n]`.
     pub fn decode(&self, logits: Tensor<2>) -> Tensor<1> {
         symexp_tensor(self.expected_bin(logits))
+    }
+
+    /// [`decode`](Self::decode) of logits on the host, `[n × bins]` row-major: one pass per
+    /// row (max, then the softmax-weighted sum of the bins), for predictions that need no
+    /// gradient.
+    pub fn decode_host(&self, logits: &[f32]) -> Vec<f32> {
+        let k = self.bins.len();
+        // Rows are independent: split over the cores (each row's arithmetic is the same
+        // whatever the split).
+        logits
+            .par_chunks(k)
+            .map(|row| {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let (mut z, mut acc) = (0.0f32, 0.0f32);
+                for (l, b) in row.iter().zip(&self.bins) {
+                    let e = (l - max).exp();
+                    z += e;
+                    acc += e * b;
+                }
+                symexp(acc / z)
+            })
+            .collect()
+    }
+
+    /// Cross-entropies of host `logits` `[n × bins]` against the two-hot targets of each
+    /// value slice in `targets`, and the gradient of `Σ_j Σ_i scale_i·CE_j,i` with respect to
+    /// the logits, `scale_i·Σ_j (softmax − two-hot_j)` per row: one pass per row, where the
+    /// tensor form takes a log-softmax forward and backward over the whole `[n, bins]` block.
+    /// Returns one cross-entropy vector per target slice, and the gradient `[n × bins]`.
+    pub fn ce_and_grad(
+        &self,
+        logits: &[f32],
+        targets: &[&[f32]],
+        scale: &[f32],
+    ) -> (Vec<Vec<f32>>, Vec<f32>) {
+        let k = self.bins.len();
+        let splits: Vec<(Vec<i64>, Vec<f32>)> = targets.iter().map(|t| self.split(t)).collect();
+        let mut grad = vec![0.0f32; logits.len()];
+        let j = targets.len() as f32;
+        // Rows are independent: split over the cores; each row's cross-entropies come back
+        // in order.
+        let per_row: Vec<Vec<f32>> = logits
+            .par_chunks(k)
+            .zip(grad.par_chunks_mut(k))
+            .enumerate()
+            .map(|(i, (row, g))| {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut z = 0.0f32;
+                for (l, gk) in row.iter().zip(g.iter_mut()) {
+                    *gk = (l - max).exp();
+                    z += *gk;
+                }
+                let lse = max + z.ln();
+                let s = scale[i];
+                for gk in g.iter_mut() {
+                    *gk *= s * j / z;
+                }
+                splits
+                    .iter()
+                    .map(|(lower, above)| {
+                        let (lo, w) = (lower[i] as usize, above[i]);
+                        g[lo] -= s * (1.0 - w);
+                        g[lo + 1] -= s * w;
+                        lse - ((1.0 - w) * row[lo] + w * row[lo + 1])
+                    })
+                    .collect()
+            })
+            .collect();
+        let ce = (0..targets.len())
+            .map(|t| per_row.iter().map(|r| r[t]).collect())
+            .collect();
+        (ce, grad)
     }
 
     /// The expected bin under the softmax of `logits` `[n, bins]` (symlog space): `[n]`.
@@ -176,7 +276,14 @@ mod tests {
         // Logits whose softmax is the target itself decode back to the value.
         let logits: Vec<f32> = targets.iter().map(|p| p.max(1e-12).ln()).collect();
         let n = values.len();
+        let on_host = th.decode_host(&logits);
         let decoded = host(th.decode(tensor2(logits, n, th.len(), &dev)));
+        for (a, b) in on_host.iter().zip(&decoded) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "{on_host:?} vs {decoded:?}"
+            );
+        }
         for (d, v) in decoded.iter().zip(&values) {
             assert!((d - v).abs() <= 1e-4 * v.abs().max(1.0), "{v} → {d}");
         }
@@ -187,6 +294,40 @@ mod tests {
         let uniform = Tensor::<2>::zeros([n, th.len()], &dev);
         for l in host(TwoHot::loss(uniform, tt)) {
             assert!((l - 255f32.ln()).abs() < 1e-4, "{l}");
+        }
+        // The gathered form equals the dense one.
+        let lg: Vec<f32> = (0..n * th.len())
+            .map(|i| ((i * 7919) % 23) as f32 * 0.1)
+            .collect();
+        let dense = host(TwoHot::loss(
+            tensor2(lg.clone(), n, th.len(), &dev),
+            th.encode_tensor(&values, &dev),
+        ));
+        let gathered = host(th.loss_of(tensor2(lg, n, th.len(), &dev), &values));
+        for (a, b) in dense.iter().zip(&gathered) {
+            assert!((a - b).abs() < 1e-5, "{dense:?} vs {gathered:?}");
+        }
+        // The host pass: the same cross-entropies, and the gradient autodiff takes.
+        let adev = Device::flex().autodiff();
+        let lg: Vec<f32> = (0..n * th.len())
+            .map(|i| ((i * 31) % 17) as f32 * 0.2)
+            .collect();
+        let other: Vec<f32> = values.iter().map(|v| v * 0.5 + 1.0).collect();
+        let scale: Vec<f32> = (0..n).map(|i| 0.5 + i as f32 * 0.1).collect();
+        let (ce, grad) = th.ce_and_grad(&lg, &[&values, &other], &scale);
+        let lt = tensor2(lg, n, th.len(), &adev).require_grad();
+        let a = th.loss_of(lt.clone(), &values);
+        let b = th.loss_of(lt.clone(), &other);
+        for (x, y) in ce[0].iter().zip(host(a.clone())) {
+            assert!((x - y).abs() < 1e-4, "{x} vs {y}");
+        }
+        for (x, y) in ce[1].iter().zip(host(b.clone())) {
+            assert!((x - y).abs() < 1e-4, "{x} vs {y}");
+        }
+        let total = ((a + b) * rl_core::batch::tensor1(scale, &adev)).sum();
+        let g = host(lt.grad(&total.backward()).unwrap());
+        for (x, y) in grad.iter().zip(&g) {
+            assert!((x - y).abs() < 1e-5, "{x} vs {y}");
         }
         let small = TwoHot::new(5, -2.0, 2.0);
         let target = small.encode_tensor(&[symexp(0.25)], &dev);

@@ -1,0 +1,72 @@
+//! Learning tests (release mode). CI runs the 2×2 seed-0 test; the other seeds and the
+//! 4×4 bar of issue 17 are `#[ignore]`d and run by `cargo xtask learn` (the 4×4 bar is not
+//! reached yet: those tests fail until it is).
+
+use rl_core::burn::tensor::Device;
+use rl_dreamerv3::DreamerV3;
+use rl_envs::testing;
+
+// As the CLI: tensor buffers are reused instead of page-faulted in.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Evaluations every `every` env steps; passes when one reaches `threshold` before the budget.
+fn within(name: &str, seed: u64, every: u64, threshold: f64, label: &str) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), name, &[format!("seed={seed}")]);
+    let mut agent = DreamerV3::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    let (hit, evals) = testing::first_reaching(&mut agent, &run, every, threshold);
+    println!(
+        "{label} seed {seed}: first eval >= {threshold} at {hit:?} (budget {}); evaluations {evals:?}",
+        run.total_timesteps
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: never reached {threshold} within {}: {evals:?}",
+        run.total_timesteps
+    );
+}
+
+fn frozenlake2x2(seed: u64) {
+    let name = "dreamerv3_frozenlake2x2.yaml";
+    within(name, seed, 100, 1.0, "DreamerV3 FrozenLake-v1 2x2");
+}
+
+fn frozenlake4x4(seed: u64) {
+    let name = "dreamerv3_frozenlake4x4.yaml";
+    within(name, seed, 250, 0.9, "DreamerV3 FrozenLake-v1 4x4");
+}
+
+#[test]
+fn dreamerv3_frozenlake2x2_seed0_within_2k() {
+    frozenlake2x2(0);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_frozenlake2x2_seed1_within_2k() {
+    frozenlake2x2(1);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_frozenlake2x2_seed2_within_2k() {
+    frozenlake2x2(2);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_frozenlake4x4_seed0_within_5k() {
+    frozenlake4x4(0);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_frozenlake4x4_seed1_within_5k() {
+    frozenlake4x4(1);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_frozenlake4x4_seed2_within_5k() {
+    frozenlake4x4(2);
+}
