@@ -70,3 +70,24 @@ fn predict_carries_the_model_state_until_reset() {
     let e = a.predict(&[f32::NAN], true).unwrap_err().to_string();
     assert!(e.contains("observation"), "{e}");
 }
+
+#[test]
+fn what_is_not_built_yet_is_refused_by_name() {
+    let run = RunConfig::from_yaml(
+        &RUN.replace("FrozenLake-v1", "Pendulum-v1")
+            .replace("env_kwargs: {is_slippery: false}", "env_kwargs: {}"),
+        &[],
+        "box test",
+    )
+    .unwrap();
+    let Err(e) = DreamerV3::new(&run, &testing::training_env, &Device::flex()) else {
+        panic!("Box actions are not built yet");
+    };
+    let e = e.to_string();
+    assert!(e.contains("Pendulum-v1") && e.contains("Discrete"), "{e}");
+    let bad = RunConfig::from_yaml(&RUN.replace("horizon_H: 3", "horizon_H: 0"), &[], "t").unwrap();
+    let Err(e) = DreamerV3::new(&bad, &testing::training_env, &Device::flex()) else {
+        panic!("horizon_H 0 accepted");
+    };
+    assert!(e.to_string().contains("algo_kwargs.horizon_H"), "{e}");
+}
