@@ -7,7 +7,7 @@
 //! replay; once the replay holds `B·T` rows, updates run so that replayed steps (`B·T` per
 //! update) keep pace with `training_ratio` × env steps.
 
-use crate::{DreamerV3Config, DreamerV3Learner};
+use crate::{DreamerV3Config, DreamerV3Learner, Pick, draw_actions};
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
 use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus, check_finite};
 use rl_core::batch::{flatten_batch, host};
@@ -18,7 +18,7 @@ use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::vec_env::VecEnv;
 use rl_core::{RlError, Rng, Space};
-use rl_model_based::categorical::{draw_one_hot, mode};
+use rl_model_based::categorical::mode;
 use rl_model_based::rssm::RssmState;
 use rl_model_based::{SequenceReplay, StepRow};
 use serde::{Deserialize, Serialize};
@@ -39,7 +39,7 @@ pub struct ActState {
     pub h: Vec<f32>,
     /// Stochastic states `[n × C·K]`.
     pub z: Vec<f32>,
-    /// The last actions taken, one-hot `[n × A]`.
+    /// The last actions taken (one-hot, or Box actions in [−1, 1]) `[n × A]`.
     pub prev_action: Vec<f32>,
     /// 1 where the next observation starts an episode.
     pub is_first: Vec<f32>,
@@ -62,17 +62,8 @@ impl ActState {
     }
 }
 
-/// How the actor picks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pick {
-    /// Sampled latents and actions (collection, stochastic `predict`).
-    Sample,
-    /// The posterior's and the policy's modes.
-    Mode,
-}
-
 /// One acting step for `state`'s rows on `flat_obs`: updates the state, returns the chosen
-/// actions one-hot `[n × A]`.
+/// actions `[n × A]` (one-hot, or Box actions in the policy's [−1, 1] scale).
 fn act(
     learner: &DreamerV3Learner,
     state: &mut ActState,
@@ -101,34 +92,33 @@ fn act(
         Pick::Sample => wm.rssm.observe(prev, prev_action, embed, first, rng),
         Pick::Mode => wm.rssm.observe_with(prev, prev_action, embed, first, mode),
     };
-    let probs = host(actor.probs(o.state.features()));
-    let actions = match pick {
-        Pick::Sample => draw_one_hot(&probs, a_dim, rng),
-        Pick::Mode => argmax_one_hot(&probs, a_dim),
-    };
+    let actions = draw_actions(&actor, o.state.features(), rng, pick);
     state.h = host(o.state.h);
     state.z = host(o.state.z);
     state.prev_action.clone_from(&actions);
     actions
 }
 
-/// The most likely action of each row, one-hot.
-fn argmax_one_hot(probs: &[f32], k: usize) -> Vec<f32> {
-    let mut out = vec![0.0f32; probs.len()];
-    for (row, o) in probs.chunks(k).zip(out.chunks_mut(k)) {
-        let best = (0..k).fold(0, |m, j| if row[j] > row[m] { j } else { m });
-        o[best] = 1.0;
+/// The raw env actions of the policy's actions: a Discrete space's value of each one-hot row
+/// (from its `start`), a Box space's bounds for actions in [−1, 1] (clipped first).
+fn env_actions(space: &Space, actions: &[f32], k: usize) -> Vec<f32> {
+    match space {
+        Space::Box { low, high, .. } => actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (lo, hi) = (low[i % k], high[i % k]);
+                lo + (a.clamp(-1.0, 1.0) + 1.0) * 0.5 * (hi - lo)
+            })
+            .collect(),
+        _ => {
+            let mut out = Vec::with_capacity(actions.len() / k.max(1));
+            for row in actions.chunks(k) {
+                space.unflatten(row, &mut out);
+            }
+            out
+        }
     }
-    out
-}
-
-/// The raw env actions of one-hot rows (a Discrete space's values start at its `start`).
-fn env_actions(space: &Space, one_hot: &[f32], k: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(one_hot.len() / k.max(1));
-    for row in one_hot.chunks(k) {
-        space.unflatten(row, &mut out);
-    }
-    out
 }
 
 /// Counters, generators, envs and acting state: the shell's part of `state.json`.
@@ -182,12 +172,18 @@ impl DreamerV3 {
         let mut env = make_vec_env(run, make_env)?;
         let obs_space = env.observation_space().clone();
         let act_space = env.action_space().clone();
-        let n_actions = match act_space {
-            Space::Discrete { n, .. } => n,
-            _ => {
+        let (n_actions, continuous) = match &act_space {
+            Space::Discrete { n, .. } => (*n, false),
+            Space::Box { low, high, .. } if low.iter().chain(high).all(|v| v.is_finite()) => {
+                (low.len(), true)
+            }
+            other => {
                 return Err(RlError::Config(ConfigError::new(
                     &run.env_id,
-                    "DreamerV3 takes Discrete action spaces here (Box actions are not built yet)",
+                    format!(
+                        "DreamerV3 takes Discrete or bounded Box action spaces, not {}",
+                        other.describe()
+                    ),
                 )));
             }
         };
@@ -197,7 +193,7 @@ impl DreamerV3 {
         let learner = DreamerV3Learner::new(
             cfg,
             obs_dim,
-            n_actions,
+            (n_actions, continuous),
             run.seed,
             &device.clone().autodiff(),
         );

@@ -6,9 +6,10 @@
 //! RSSM, two-hot heads, categorical latents, λ-returns, return scale — live in the family
 //! crate `rl-model-based`; the map is `docs/architecture.md`.
 //!
-//! This stage is the learner's update on a replayed batch ([`DreamerV3Learner::update`]):
-//! the world model's step, then the critic's and actor's in imagination (discrete actions);
-//! the env loop, replay, checkpoints and Box actions come next (see the README).
+//! The learner's update on a replayed batch ([`Learner::update`]): the world model's step,
+//! then the critic's and actor's in imagination (discrete and Box actions, REINFORCE for
+//! both); the shell around it is [`DreamerV3`]. Image observations come next (see the
+//! README).
 #![warn(missing_docs)]
 
 pub mod agent;
@@ -28,6 +29,7 @@ use rl_core::burn::module::Module;
 use rl_core::burn::tensor::activation::sigmoid;
 use rl_core::burn::tensor::{Device, Tensor};
 use rl_core::checkpoint::Checkpoint;
+use rl_core::distributions::{diag_gaussian_entropy, diag_gaussian_log_prob};
 use rl_core::logger::Metrics;
 use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{
@@ -98,22 +100,23 @@ pub struct DreamerV3Learner {
 }
 
 impl DreamerV3Learner {
-    /// A learner for `obs_dim`-wide vector observations and `n_actions` discrete actions
-    /// (one-hot); weights from the `seed`'s `model` stream, latent samples and imagined
-    /// actions from its `latents` stream.
+    /// A learner for `obs_dim`-wide vector observations and `action_dim`-wide actions (one-hot
+    /// discrete ones, or Box ones scaled to [−1, 1] when `continuous`); weights from the
+    /// `seed`'s `model` stream, latent samples and imagined actions from its `latents` stream.
     pub fn new(
         cfg: DreamerV3Config,
         obs_dim: usize,
-        n_actions: usize,
+        (action_dim, continuous): (usize, bool),
         seed: u64,
         device: &Device,
     ) -> Self {
+        let n_actions = action_dim;
         let dims = cfg.model_size.dims();
         let mut init = Rng::for_stream(seed, "model");
         let symlog = cfg.symlog_obs.resolve(false);
         let world_model = WorldModel::new(&dims, obs_dim, n_actions, symlog, &mut init, device);
         let f = world_model.rssm.feature_dim();
-        let actor = Actor::new(f, n_actions, &dims, &mut init, device);
+        let actor = Actor::new(f, n_actions, continuous, &dims, &mut init, device);
         let critic = Critic::new(f, &dims, &mut init, device);
         let adam = |clip: f64| FlatOptimizer::new(OptimizerKind::adam(ADAM_EPS), Some(clip));
         Self {
@@ -222,8 +225,8 @@ impl DreamerV3Learner {
     ) -> Result<Metrics, RlError> {
         let dev = self.device.clone();
         let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
-        // The imagined trajectory: no gradient flows through it (REINFORCE for discrete
-        // actions), so it runs on inference copies of the networks, without autodiff.
+        // The imagined trajectory: no gradient flows through it (REINFORCE for either action
+        // kind), so it runs on inference copies of the networks, without autodiff.
         let (wm, actor, critic) = (
             self.world_model.valid(),
             self.actor.valid(),
@@ -237,9 +240,8 @@ impl DreamerV3Learner {
         let mut states = vec![start];
         let mut actions = Vec::with_capacity(h * n);
         for t in 0..h {
-            let probs = actor.probs(states[t].features());
-            let k = probs.dims()[1];
-            let a = draw_one_hot(&host(probs), k, &mut self.rng);
+            let a = draw_actions(&actor, states[t].features(), &mut self.rng, Pick::Sample);
+            let k = a.len() / n;
             let a_t = tensor2(&a, n, k, &inner);
             let next = wm.rssm.imagine(states[t].clone(), a_t, &mut self.rng);
             actions.extend(a);
@@ -297,11 +299,24 @@ impl DreamerV3Learner {
         let critic_loss = host(critic_total.inner())[0] as f64;
         let critic_surrogate = (logits * tensor2(&grad, rows, bins, &dev)).sum();
 
-        let probs = self.actor.probs(feats_h);
-        let log_probs = probs.clone().log();
         let taken = tensor2(&actions, rows, actions.len() / rows.max(1), &dev);
-        let log_prob = (log_probs.clone() * taken).sum_dims_squeeze::<1, _>(&[1]);
-        let entropy = -(probs * log_probs).sum_dims_squeeze::<1, _>(&[1]);
+        let (log_prob, entropy) = match self.actor.is_continuous() {
+            false => {
+                let probs = self.actor.probs(feats_h);
+                let log_probs = probs.clone().log();
+                let log_prob = (log_probs.clone() * taken).sum_dims_squeeze::<1, _>(&[1]);
+                (
+                    log_prob,
+                    -(probs * log_probs).sum_dims_squeeze::<1, _>(&[1]),
+                )
+            }
+            true => {
+                let (mean, std) = self.actor.normal(feats_h);
+                let log_std = std.log();
+                let log_prob = diag_gaussian_log_prob(mean, log_std.clone(), taken);
+                (log_prob, diag_gaussian_entropy(log_std))
+            }
+        };
         let adv: Vec<f32> = (0..rows)
             .map(|i| (returns[i] - values[i]) / scale as f32)
             .collect();
@@ -446,5 +461,47 @@ impl Learner for DreamerV3Learner {
         self.rng = e.rng;
         self.return_scale = e.return_scale;
         Ok(())
+    }
+}
+
+/// How the actor picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// Sampled (collection, imagination, stochastic `predict`).
+    Sample,
+    /// The policy's mode (deterministic `predict`).
+    Mode,
+}
+
+/// Actions for each row of `features` on the host, drawn with `rng`: one-hot rows for
+/// discrete actions; for Box actions the normal's sample (or mean), in the policy's [−1, 1]
+/// scale (samples may leave it; the env side clips).
+pub fn draw_actions(actor: &Actor, features: Tensor<2>, rng: &mut Rng, pick: Pick) -> Vec<f32> {
+    if actor.is_continuous() {
+        let (mean, std) = actor.normal(features);
+        let (mean, std) = (host(mean), host(std));
+        match pick {
+            Pick::Sample => mean
+                .iter()
+                .zip(&std)
+                .map(|(m, s)| m + s * rng.normal() as f32)
+                .collect(),
+            Pick::Mode => mean,
+        }
+    } else {
+        let probs = actor.probs(features);
+        let k = probs.dims()[1];
+        let p = host(probs);
+        match pick {
+            Pick::Sample => draw_one_hot(&p, k, rng),
+            Pick::Mode => {
+                let mut out = vec![0.0f32; p.len()];
+                for (row, o) in p.chunks(k).zip(out.chunks_mut(k)) {
+                    let best = (0..k).fold(0, |m, j| if row[j] > row[m] { j } else { m });
+                    o[best] = 1.0;
+                }
+                out
+            }
+        }
     }
 }

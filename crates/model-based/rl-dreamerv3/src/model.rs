@@ -7,6 +7,7 @@ use rl_core::Rng;
 use rl_core::burn;
 use rl_core::burn::module::Module;
 use rl_core::burn::nn::Linear;
+use rl_core::burn::tensor::activation::sigmoid;
 use rl_core::burn::tensor::{Device, Tensor};
 use rl_model_based::nets::{DenseStack, linear_dreamer, linear_zeros};
 use rl_model_based::rssm::{Rssm, RssmState};
@@ -162,34 +163,62 @@ pub(crate) fn tensor2(v: &[f32], rows: usize, cols: usize, device: &Device) -> T
     rl_core::batch::tensor2(v.to_vec(), rows, cols, device)
 }
 
-/// The actor for discrete actions: model state → action logits; the policy mixes 1% of the
-/// uniform into its softmax, as every DreamerV3 categorical.
+/// The actor: model state → a policy. Discrete actions: logits, the policy mixing 1% of the
+/// uniform into its softmax, as every DreamerV3 categorical. Box actions (scaled to
+/// [−1, 1]): a normal with mean `tanh(μ̃)` and standard deviation `0.9·σ(s̃ + 2) + 0.1`, so in
+/// [0.1, 1] (RLlib's).
 #[derive(Module, Debug)]
 pub struct Actor {
-    /// Model state → logits.
+    /// Model state → logits, or means and standard-deviation inputs.
     pub net: Head,
+    #[module(skip)]
+    continuous: bool,
 }
 
 impl Actor {
-    /// An actor of `n_actions` on `feature_dim`-wide model states.
+    /// An actor on `feature_dim`-wide model states for `action_dim` discrete actions, or
+    /// `action_dim` Box dimensions when `continuous`.
     pub fn new(
         feature_dim: usize,
-        n_actions: usize,
+        action_dim: usize,
+        continuous: bool,
         dims: &ModelDims,
         rng: &mut Rng,
         device: &Device,
     ) -> Self {
+        let outputs = if continuous {
+            2 * action_dim
+        } else {
+            action_dim
+        };
         Self {
-            net: Head::new(feature_dim, n_actions, dims, false, rng, device),
+            net: Head::new(feature_dim, outputs, dims, false, rng, device),
+            continuous,
         }
     }
 
-    /// Action probabilities `[n, n_actions]`.
+    /// Box actions (a normal policy) rather than discrete ones.
+    pub fn is_continuous(&self) -> bool {
+        self.continuous
+    }
+
+    /// Discrete action probabilities `[n, n_actions]`.
     pub fn probs(&self, features: Tensor<2>) -> Tensor<2> {
         rl_model_based::unimix(
             self.net.forward(features),
             rl_model_based::categorical::UNIMIX,
         )
+    }
+
+    /// Box policy: means and standard deviations, `[n, action_dim]` each.
+    pub fn normal(&self, features: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let out = self.net.forward(features);
+        let a = out.dims()[1] / 2;
+        let mean = out.clone().narrow(1, 0, a).tanh();
+        let std = sigmoid(out.narrow(1, a, a).add_scalar(2.0))
+            .mul_scalar(0.9)
+            .add_scalar(0.1);
+        (mean, std)
     }
 }
 

@@ -59,7 +59,7 @@ fn nano_on_cartpole(
     seed: u64,
 ) -> (DreamerV3Learner, SequenceBatch) {
     let cfg = DreamerV3Config::from_kwargs(kw.as_object().unwrap()).unwrap();
-    let learner = DreamerV3Learner::new(cfg, 4, 2, seed, &Device::flex().autodiff());
+    let learner = DreamerV3Learner::new(cfg, 4, (2, false), seed, &Device::flex().autodiff());
     (learner, cartpole_batch(4, t, seed))
 }
 
