@@ -235,8 +235,7 @@ impl DreamerV3 {
         }
         agent.env.restore_snapshots(&s.envs)?;
         agent.last_obs = s.last_obs;
-        let space = agent.status.obs_space.clone();
-        flatten_batch(&space, &agent.last_obs, &mut agent.flat);
+        flatten_batch(&agent.status.obs_space, &agent.last_obs, &mut agent.flat);
         agent.acting = s.acting;
         agent.status.num_timesteps = s.num_timesteps;
         agent.status.iterations = s.iterations;
@@ -278,7 +277,6 @@ impl DreamerV3 {
         }
         self.env
             .step(&env_actions(&self.status.act_space, actions, a))?;
-        let space = self.status.obs_space.clone();
         let zeros = vec![0.0f32; a];
         let mut final_flat = Vec::new();
         for e in 0..n {
@@ -286,7 +284,8 @@ impl DreamerV3 {
             let (term, trunc) = (self.env.terminated()[e], self.env.truncated()[e]);
             if term || trunc {
                 // The episode's last observation, where no action is taken.
-                flatten_batch(&space, self.env.final_obs(e), &mut final_flat);
+                let space = &self.status.obs_space;
+                flatten_batch(space, self.env.final_obs(e), &mut final_flat);
                 self.replay.push(
                     e,
                     StepRow {
@@ -304,7 +303,7 @@ impl DreamerV3 {
         }
         self.last_obs.clear();
         self.last_obs.extend_from_slice(self.env.obs());
-        flatten_batch(&space, &self.last_obs, &mut self.flat);
+        flatten_batch(&self.status.obs_space, &self.last_obs, &mut self.flat);
         Ok(())
     }
 }
@@ -329,11 +328,10 @@ impl Algorithm for DreamerV3 {
     /// One vector-env step with sampled actions, then the updates due.
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
-        let flat = self.flat.clone();
         let actions = act(
             &self.learner,
             &mut self.acting,
-            &flat,
+            &self.flat,
             &mut self.rng_act,
             Pick::Sample,
         );

@@ -35,7 +35,7 @@ use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{
     TensorMap, flat_grads, load_module_tensors, module_tensors, num_params, polyak,
 };
-use rl_model_based::categorical::draw_one_hot;
+use rl_model_based::categorical::{argmax_one_hot, draw_one_hot};
 use rl_model_based::rssm::RssmState;
 use rl_model_based::{ReturnScale, SequenceBatch, TwoHot, kl_terms, lambda_returns};
 use serde::{Deserialize, Serialize};
@@ -252,13 +252,12 @@ impl DreamerV3Learner {
         let rewards = self
             .two_hot
             .decode_host(&host(wm.reward.forward(feats.clone())));
-        let cont = host(sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1)));
+        let mut cont = host(sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1)));
         let values = self
             .two_hot
             .decode_host(&host(critic.logits(feats.clone())));
         // The actor and critic train on these states (no gradient into the world model).
         let feats = Tensor::from_inner(feats);
-        let mut cont = cont;
         // The start state's continue flag is the replayed one.
         for (c, d) in cont.iter_mut().zip(terminated) {
             *c = 1.0 - d;
@@ -494,14 +493,7 @@ pub fn draw_actions(actor: &Actor, features: Tensor<2>, rng: &mut Rng, pick: Pic
         let p = host(probs);
         match pick {
             Pick::Sample => draw_one_hot(&p, k, rng),
-            Pick::Mode => {
-                let mut out = vec![0.0f32; p.len()];
-                for (row, o) in p.chunks(k).zip(out.chunks_mut(k)) {
-                    let best = (0..k).fold(0, |m, j| if row[j] > row[m] { j } else { m });
-                    o[best] = 1.0;
-                }
-                out
-            }
+            Pick::Mode => argmax_one_hot(&p, k),
         }
     }
 }

@@ -73,9 +73,6 @@ pub struct Posterior {
     pub posterior: Tensor<3>,
     /// Prior probabilities `[T·B, C, K]`.
     pub prior: Tensor<3>,
-    /// The last step's states `[B, …]` (imagination starts from every step's; this one
-    /// continues the sequence).
-    pub last: RssmState,
     /// Every step's states, `h` `[T·B, gru_units]` and `z` `[T·B, C, K]`.
     pub states: RssmState,
 }
@@ -121,6 +118,7 @@ impl WorldModel {
         // One product for the embeddings of all T·B observations.
         let embed = self.encoder.forward(self.obs_target(obs));
         let first = tensor2(&batch.is_first, n, 1, device);
+        let actions = tensor2(&batch.actions, n, batch.act_dim, device);
         let mut state = self.rssm.initial(b, device);
         let mut prev_action = Tensor::<2>::zeros([b, batch.act_dim], device);
         let (mut hs, mut zs, mut posts, mut priors) = (vec![], vec![], vec![], vec![]);
@@ -137,12 +135,7 @@ impl WorldModel {
             posts.push(o.posterior);
             priors.push(o.prior);
             state = o.state;
-            prev_action = tensor2(
-                &batch.actions[t * b * batch.act_dim..(t + 1) * b * batch.act_dim],
-                b,
-                batch.act_dim,
-                device,
-            );
+            prev_action = actions.clone().narrow(0, t * b, b);
         }
         let states = RssmState {
             h: Tensor::cat(hs, 0),
@@ -152,7 +145,6 @@ impl WorldModel {
             features: states.features(),
             posterior: Tensor::cat(posts, 0),
             prior: Tensor::cat(priors, 0),
-            last: state,
             states,
         }
     }

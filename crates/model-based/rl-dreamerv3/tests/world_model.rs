@@ -14,18 +14,7 @@ use rl_model_based::SequenceBatch;
 fn cartpole_batch(b: usize, t: usize, seed: u64) -> SequenceBatch {
     let mut rng = Rng::seed_from(seed);
     let (od, ad) = (4, 2);
-    let n = b * t;
-    let mut batch = SequenceBatch {
-        batch_size: b,
-        length: t,
-        obs_dim: od,
-        act_dim: ad,
-        obs: vec![0.0; n * od],
-        actions: vec![0.0; n * ad],
-        rewards: vec![0.0; n],
-        is_first: vec![0.0; n],
-        is_terminated: vec![0.0; n],
-    };
+    let mut batch = SequenceBatch::zeros(b, t, od, ad);
     for col in 0..b {
         let mut env = rl_envs::make("CartPole-v1", &Default::default()).unwrap();
         let mut obs = vec![0.0f32; od];

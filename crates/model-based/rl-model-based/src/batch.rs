@@ -29,6 +29,22 @@ pub struct SequenceBatch {
 }
 
 impl SequenceBatch {
+    /// `b` sequences of `t` steps, every value 0.
+    pub fn zeros(b: usize, t: usize, obs_dim: usize, act_dim: usize) -> Self {
+        let n = b * t;
+        Self {
+            batch_size: b,
+            length: t,
+            obs_dim,
+            act_dim,
+            obs: vec![0.0; n * obs_dim],
+            actions: vec![0.0; n * act_dim],
+            rewards: vec![0.0; n],
+            is_first: vec![0.0; n],
+            is_terminated: vec![0.0; n],
+        }
+    }
+
     /// Rows `T·B`.
     pub fn rows(&self) -> usize {
         self.batch_size * self.length

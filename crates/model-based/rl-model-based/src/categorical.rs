@@ -54,13 +54,19 @@ pub fn draw_one_hot(probs: &[f32], k: usize, rng: &mut Rng) -> Vec<f32> {
 /// The most likely class of each categorical as a one-hot `[B, C, K]` (no gradient).
 pub fn mode(probs: Tensor<3>) -> Tensor<3> {
     let [b, c, k] = probs.dims();
-    let p = host(probs.clone().detach());
-    let mut onehot = vec![0.0f32; b * c * k];
-    for (row, out) in p.chunks(k).zip(onehot.chunks_mut(k)) {
+    let onehot = argmax_one_hot(&host(probs.clone().detach()), k);
+    Tensor::from_data(TensorData::new(onehot, [b, c, k]), &probs.device())
+}
+
+/// The most likely class of each row of `k` probabilities in `probs`, as one-hot rows (the
+/// first of equals).
+pub fn argmax_one_hot(probs: &[f32], k: usize) -> Vec<f32> {
+    let mut onehot = vec![0.0f32; probs.len()];
+    for (row, out) in probs.chunks(k).zip(onehot.chunks_mut(k)) {
         let best = (0..k).fold(0, |m, j| if row[j] > row[m] { j } else { m });
         out[best] = 1.0;
     }
-    Tensor::from_data(TensorData::new(onehot, [b, c, k]), &probs.device())
+    onehot
 }
 
 /// `KL(p ‖ q)` between the groups of categoricals `p`, `q` `[B, C, K]`, summed over the `C`

@@ -117,18 +117,7 @@ impl SequenceReplay {
             return None;
         }
         let (od, ad, cap) = (self.obs_dim, self.act_dim, self.per_env);
-        let n = b * t;
-        let mut out = SequenceBatch {
-            batch_size: b,
-            length: t,
-            obs_dim: od,
-            act_dim: ad,
-            obs: vec![0.0; n * od],
-            actions: vec![0.0; n * ad],
-            rewards: vec![0.0; n],
-            is_first: vec![0.0; n],
-            is_terminated: vec![0.0; n],
-        };
+        let mut out = SequenceBatch::zeros(b, t, od, ad);
         for col in 0..b {
             let mut k = rng.below(total as u64) as usize;
             let env = starts
