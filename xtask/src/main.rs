@@ -990,13 +990,19 @@ fn same_numbers(record: bool) -> Result<(), String> {
 /// The fuzz targets of `fuzz/` (each with a committed seed corpus `fuzz/corpus/<target>`).
 const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz"];
 
-/// `cargo xtask fuzz [--seconds N] [--target T] [--record]`: runs each cargo-fuzz target for
+/// `cargo xtask fuzz [--seconds N] [--target T] [--record] [--dev]`: runs each cargo-fuzz target for
 /// N seconds (libFuzzer, `-rss_limit_mb=2048`, 10 s per-input timeout) from its committed seeds
 /// plus the corpus earlier runs grew under `fuzz/target/`; fails on any crash, timeout or
 /// out-of-memory input (left in `fuzz/artifacts/<target>/`). `--record` appends the runs (date,
 /// commit, executions) to `docs/fuzzing.md`. Installs cargo-fuzz if missing; cargo-fuzz's
-/// nightly-only flags run on the stable toolchain through `RUSTC_BOOTSTRAP=1`.
-fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
+/// nightly-only flags run on the stable toolchain through `RUSTC_BOOTSTRAP=1`. `--dev` builds
+/// the targets unoptimized (cargo-fuzz's `--dev`): about half the build time for fewer
+/// executions per second, which is what CI's short smoke runs want; records are release runs.
+fn fuzz(seconds: u64, only: Option<&str>, record: bool, dev: bool) -> Result<(), String> {
+    if record && dev {
+        return Err("--record takes release builds: drop --dev".into());
+    }
+    let profile: &[&str] = if dev { &["--dev"] } else { &[] };
     let r = root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let have = Command::new(&cargo)
@@ -1026,6 +1032,7 @@ fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
     // `cargo fuzz build` takes one target or none (= all).
     let build = Command::new(&cargo)
         .args(["fuzz", "build", "--sanitizer", "none"])
+        .args(profile)
         .args(only)
         .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(&fuzz_dir)
@@ -1045,7 +1052,9 @@ fn fuzz(seconds: u64, only: Option<&str>, record: bool) -> Result<(), String> {
         std::fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
         let t0 = std::time::Instant::now();
         let out = Command::new(&cargo)
-            .args(["fuzz", "run", "--sanitizer", "none", t])
+            .args(["fuzz", "run", "--sanitizer", "none"])
+            .args(profile)
+            .arg(t)
             .arg(&work)
             .arg(&seeds)
             .arg("--")
@@ -1155,6 +1164,7 @@ fn main() -> ExitCode {
                         .find(|w| w[0] == "--target")
                         .map(|w| w[1].as_str()),
                     args.iter().any(|a| a == "--record"),
+                    args.iter().any(|a| a == "--dev"),
                 )
             }),
         Some("offline-memory") => offline_memory(
@@ -1163,7 +1173,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask learn --merge-logs DIR | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask learn --merge-logs DIR | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record] [--dev]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

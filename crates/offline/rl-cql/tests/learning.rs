@@ -1,6 +1,7 @@
 //! Learning tests (release mode): continuous CQL on the first 50k transitions of the project's
-//! SAC on Pendulum-v1, discrete CQL on a mixed CartPole-v1 dataset of the project's PPO (25
-//! expert + 25 ε = 0.5 episodes). Both datasets are made here (the same for every seed). CI
+//! SAC on Pendulum-v1 (committed in `testdata/datasets/`), discrete CQL on a mixed CartPole-v1
+//! dataset of the project's PPO (25 expert + 25 ε = 0.5 episodes, made here). Every seed uses
+//! the same data. CI
 //! runs seed 0; seeds 1 and 2 are `#[ignore]`d and run by `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
@@ -14,10 +15,12 @@ fn dir() -> PathBuf {
     rl_offline_testing::data_dir("RL_CQL_DATA_DIR", "rl-cql-data")
 }
 
-/// The first 50k transitions of SAC (`sac_pendulum.yaml` run for 50k steps).
+/// The first 50k transitions of SAC (`sac_pendulum.yaml` run for 50k steps), committed
+/// (`testdata/datasets/`): making it is 50k SAC updates, longer than CQL's own run.
 fn pendulum_sac_50k() -> PathBuf {
-    rl_offline_testing::make_once(&dir().join("pendulum_sac_50k.parquet"), |p| {
-        let sac = rl_offline_testing::pendulum_sac(env!("CARGO_MANIFEST_DIR"), 50_000);
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    rl_offline_testing::committed(manifest, "pendulum_sac_50k.parquet", |p| {
+        let sac = rl_offline_testing::pendulum_sac(manifest, 50_000);
         let batch = sac.replay().chronological();
         assert_eq!(batch.len(), 50_000);
         // SAC stores squashed actions in [−1, 1]; the dataset holds the env's [−2, 2].

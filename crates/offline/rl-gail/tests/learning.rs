@@ -1,6 +1,6 @@
 //! Learning tests (release mode): GAIL on CartPole-v1 from 10 expert episodes of the project's
-//! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC (the same expert data for
-//! every seed); CI runs seed 0, `cargo xtask learn` the other seeds (`#[ignore]`d).
+//! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC (committed in
+//! `testdata/datasets/`; the same expert data for every seed); CI runs seed 0, `cargo xtask learn` the other seeds (`#[ignore]`d).
 
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;
@@ -22,10 +22,12 @@ fn cartpole_expert() -> PathBuf {
     )
 }
 
-/// 20 episodes of the project's SAC (`sac_pendulum.yaml`, −140 at 20k steps), as NPZ.
+/// 20 episodes of the project's SAC (`sac_pendulum.yaml`, −140 at 20k steps), as NPZ,
+/// committed (`testdata/datasets/`): making it is 20k SAC updates.
 fn pendulum_expert() -> PathBuf {
-    rl_offline_testing::make_once(&dir().join("pendulum_expert_20.npz"), |p| {
-        let mut sac = rl_offline_testing::pendulum_sac(env!("CARGO_MANIFEST_DIR"), 20_000);
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    rl_offline_testing::committed(manifest, "pendulum_sac_expert_20.npz", |p| {
+        let mut sac = rl_offline_testing::pendulum_sac(manifest, 20_000);
         let mut env = rl_envs::make("Pendulum-v1", &Default::default()).unwrap();
         rl_offline::record_parts(&mut sac, env.as_mut(), p, &[(20, 0.0, 100)]).unwrap();
     })

@@ -1,6 +1,8 @@
 //! Test fixtures shared by the offline family's tests (BC/MARWIL, CQL, GAIL): datasets recorded
-//! by the project's own PPO and SAC, made on first use in a folder (`$var` or a per-process
-//! temporary one) and reused after, so nothing is downloaded.
+//! by the project's own PPO and SAC, so nothing is downloaded. The cheap ones (PPO's, seconds)
+//! are made on first use in a folder (`$var` or a per-process temporary one); the ones that need
+//! a long SAC run are committed under `testdata/datasets/` ([`committed`]) and remade there with
+//! `RL_REMAKE_DATASETS=1`.
 #![warn(missing_docs)]
 
 use rl_core::burn::tensor::Device;
@@ -91,6 +93,26 @@ pub fn untrained_data(env: &str, path: &Path, rewards: bool) -> PathBuf {
     spec.has_rewards = rewards;
     write_dataset(path, &d, &spec).unwrap();
     path.to_path_buf()
+}
+
+/// The committed dataset `testdata/datasets/<name>` of the workspace. `make` writes it when it
+/// is missing or when `RL_REMAKE_DATASETS=1` (it then replaces the committed file: commit the new
+/// one with the kernel level and commit it was made at, `testdata/datasets/README.md`). `make`
+/// writes a temporary file that is renamed into place, so a killed run leaves no half file.
+pub fn committed(manifest_dir: &str, name: &str, make: impl FnOnce(&Path)) -> PathBuf {
+    let _guard = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = rl_core::testing::workspace_root(Path::new(manifest_dir)).join("testdata/datasets");
+    let path = dir.join(name);
+    let remake = std::env::var("RL_REMAKE_DATASETS").is_ok_and(|v| v == "1");
+    if remake || !path.exists() {
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        // The writers pick the format by extension: keep it on the temporary name.
+        let tmp = dir.join(format!("tmp-{}-{name}", std::process::id()));
+        make(&tmp);
+        std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        println!("made {}", path.display());
+    }
+    path
 }
 
 /// Runs `make` to create `path` unless it exists, one fixture at a time.
