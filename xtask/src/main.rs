@@ -996,8 +996,9 @@ const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz"];
 /// out-of-memory input (left in `fuzz/artifacts/<target>/`). `--record` appends the runs (date,
 /// commit, executions) to `docs/fuzzing.md`. Installs cargo-fuzz if missing; cargo-fuzz's
 /// nightly-only flags run on the stable toolchain through `RUSTC_BOOTSTRAP=1`. `--dev` builds
-/// the targets unoptimized (cargo-fuzz's `--dev`): about half the build time for fewer
-/// executions per second, which is what CI's short smoke runs want; records are release runs.
+/// the targets with fuzz's `[profile.dev]` (cargo-fuzz's `--dev`, unoptimized): the quickest
+/// build, for far fewer executions per second, which suits CI's short smoke runs; records are
+/// release runs.
 fn fuzz(seconds: u64, only: Option<&str>, record: bool, dev: bool) -> Result<(), String> {
     if record && dev {
         return Err("--record takes release builds: drop --dev".into());

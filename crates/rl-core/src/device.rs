@@ -19,7 +19,9 @@ pub fn parse_device(name: &str) -> Result<Device, String> {
         ),
         None => (name.clone(), None),
     };
-    let missing = |feat: &str| {
+    // Unused when every backend is compiled in.
+    #[allow(unused_variables)]
+    let missing = |feat: &str| -> Result<Device, String> {
         Err(format!(
             "device {name:?} needs the `{feat}` feature, which this build lacks (compiled in: {})",
             compiled_devices().join(", ")
