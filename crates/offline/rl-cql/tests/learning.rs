@@ -1,8 +1,7 @@
 //! Learning tests (release mode): continuous CQL on the first 50k transitions of the project's
 //! SAC on Pendulum-v1 (committed in `testdata/datasets/`), discrete CQL on a mixed CartPole-v1
 //! dataset of the project's PPO (25 expert + 25 ε = 0.5 episodes, made here). Every seed uses
-//! the same data. CI
-//! runs seed 0; seeds 1 and 2 are `#[ignore]`d and run by `cargo xtask learn`.
+//! the same data. CI runs seed 0; seeds 1 and 2 are `#[ignore]`d and run by `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;

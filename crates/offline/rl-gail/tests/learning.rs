@@ -1,6 +1,7 @@
 //! Learning tests (release mode): GAIL on CartPole-v1 from 10 expert episodes of the project's
 //! PPO and AIRL on Pendulum-v1 from 20 episodes of the project's SAC (committed in
-//! `testdata/datasets/`; the same expert data for every seed); CI runs seed 0, `cargo xtask learn` the other seeds (`#[ignore]`d).
+//! `testdata/datasets/`; the same expert data for every seed); CI runs seed 0, `cargo xtask
+//! learn` the other seeds (`#[ignore]`d).
 
 use rl_core::burn::tensor::Device;
 use rl_envs::testing;

@@ -101,7 +101,7 @@ pub fn untrained_data(env: &str, path: &Path, rewards: bool) -> PathBuf {
 /// writes a temporary file that is renamed into place, so a killed run leaves no half file.
 pub fn committed(manifest_dir: &str, name: &str, make: impl FnOnce(&Path)) -> PathBuf {
     let _guard = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = rl_core::testing::workspace_root(Path::new(manifest_dir)).join("testdata/datasets");
+    let dir = datasets_dir(manifest_dir);
     let path = dir.join(name);
     let remake = std::env::var("RL_REMAKE_DATASETS").is_ok_and(|v| v == "1");
     if remake || !path.exists() {
@@ -113,6 +113,11 @@ pub fn committed(manifest_dir: &str, name: &str, make: impl FnOnce(&Path)) -> Pa
         println!("made {}", path.display());
     }
     path
+}
+
+/// The workspace's `testdata/datasets/` folder, found from a crate's manifest directory.
+pub fn datasets_dir(manifest_dir: &str) -> PathBuf {
+    rl_core::testing::workspace_root(Path::new(manifest_dir)).join("testdata/datasets")
 }
 
 /// Runs `make` to create `path` unless it exists, one fixture at a time.

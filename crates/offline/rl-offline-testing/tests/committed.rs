@@ -6,8 +6,7 @@ use rl_offline::{Dataset, Transitions};
 use std::path::PathBuf;
 
 fn read(name: &str) -> Transitions {
-    let root = rl_core::testing::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    let path: PathBuf = root.join("testdata/datasets").join(name);
+    let path: PathBuf = rl_offline_testing::datasets_dir(env!("CARGO_MANIFEST_DIR")).join(name);
     let d = Dataset::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     d.read_all()
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
