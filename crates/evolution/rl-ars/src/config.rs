@@ -1,7 +1,7 @@
 //! ARS hyperparameters: the seed table, sb3-contrib's names as aliases.
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
-use rl_evolution::{CoreSettings, HiddenActivation, PolicyArch, PolicyKeys};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
+use rl_evolution::{HiddenActivation, PolicyArch, PolicyDefaults, PolicyKeys};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -29,32 +29,22 @@ pub struct ArsConfig {
     /// of a direction see the same starts).
     #[default(1)]
     pub n_eval_episodes: usize,
-    /// Worker threads, one env each.
-    #[default(8)]
-    #[serde(alias = "num_actors", alias = "num_env_runners")]
-    pub num_workers: usize,
-    /// `linear` (the paper's) or `mlp`.
-    #[default(PolicyArch::Linear)]
-    pub policy: PolicyArch,
-    /// Hidden layers of an MLP policy.
-    #[default(vec![64, 64])]
-    pub net_arch: Vec<usize>,
-    /// Hidden activation of an MLP policy (`tanh` or `relu`).
-    #[default(HiddenActivation::Relu)]
-    #[serde(alias = "activation_fn")]
-    pub activation: HiddenActivation,
-    /// The policy keys shared with OpenAI-ES (flat in YAML: `normalize_obs`, `bias`,
-    /// `squash_output`, `noise_table_size`).
+    /// The policy and worker keys shared with OpenAI-ES, with ARS's defaults (flat in YAML:
+    /// `num_workers` 8, `policy` linear, `net_arch` [64, 64], `activation` relu,
+    /// `normalize_obs`, `bias`, `squash_output`, `noise_table_size`).
     #[serde(flatten, skip_deserializing)]
-    pub shared: PolicyKeys,
+    pub shared: PolicyKeys<ArsPolicy>,
 }
 
-impl ArsConfig {
-    /// The shell's settings.
-    pub fn core(&self) -> CoreSettings {
-        let (n, arch) = (self.num_workers, &self.net_arch);
-        self.shared.settings(n, self.policy, arch, self.activation)
-    }
+/// ARS's policy defaults: the paper's linear policy (an MLP as sb3-contrib's when asked).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArsPolicy;
+
+impl PolicyDefaults for ArsPolicy {
+    const NUM_WORKERS: usize = 8;
+    const POLICY: PolicyArch = PolicyArch::Linear;
+    const NET_ARCH: &'static [usize] = &[64, 64];
+    const ACTIVATION: HiddenActivation = HiddenActivation::Relu;
 }
 
 impl AlgoConfig for ArsConfig {
@@ -63,26 +53,16 @@ impl AlgoConfig for ArsConfig {
         from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
     }
 
-    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
-        if !(self.step_size > 0.0) {
-            return err("step_size", "must be positive");
-        }
-        if !(self.noise_std > 0.0) {
-            return err("noise_std", "must be positive");
-        }
-        if self.n_directions == 0 {
-            return err("n_directions", "must be at least 1");
-        }
+    fn validate(&self) -> Result<(), ConfigError> {
+        check::positive("step_size", self.step_size)?;
+        check::positive("noise_std", self.noise_std)?;
+        check::at_least_one(&[
+            ("n_directions", self.n_directions),
+            ("n_eval_episodes", self.n_eval_episodes),
+        ])?;
         if self.n_top_directions == 0 || self.n_top_directions > self.n_directions {
-            return err("n_top_directions", "must be in 1..=n_directions");
+            return invalid("n_top_directions", "must be in 1..=n_directions");
         }
-        if self.n_eval_episodes == 0 {
-            return err("n_eval_episodes", "must be at least 1");
-        }
-        if self.num_workers == 0 {
-            return err("num_workers", "must be at least 1");
-        }
-        Ok(())
+        self.shared.validate()
     }
 }

@@ -112,7 +112,7 @@ impl Strategy for ArsLearner {
     const NAME: &'static str = "ars";
 
     fn core_settings(cfg: &ArsConfig) -> CoreSettings {
-        cfg.core()
+        cfg.shared.settings()
     }
 
     /// `n_directions` antithetic pairs, `n_eval_episodes` episodes per candidate.

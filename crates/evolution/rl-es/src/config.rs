@@ -1,7 +1,7 @@
 //! OpenAI-ES hyperparameters: the seed table, OpenAI's / RLlib's names as aliases.
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_part};
-use rl_evolution::{CoreSettings, FitnessShaping, HiddenActivation, PolicyArch, PolicyKeys};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
+use rl_evolution::{FitnessShaping, HiddenActivation, PolicyArch, PolicyDefaults, PolicyKeys};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -21,10 +21,6 @@ pub struct EsConfig {
     #[default(256)]
     #[serde(alias = "episodes_per_batch")]
     pub pop_size: usize,
-    /// Worker threads, one env each.
-    #[default(16)]
-    #[serde(alias = "num_actors", alias = "num_env_runners")]
-    pub num_workers: usize,
     /// L2 coefficient (weight decay added to the negated gradient).
     #[default(0.005)]
     #[serde(alias = "l2coeff")]
@@ -36,28 +32,22 @@ pub struct EsConfig {
     /// Mirrored sampling: each ε evaluated at `θ + σε` and `θ − σε`.
     #[default(true)]
     pub antithetic: bool,
-    /// `mlp` (default) or `linear`.
-    #[default(PolicyArch::Mlp)]
-    pub policy: PolicyArch,
-    /// Hidden tanh layers of the MLP policy.
-    #[default(vec![32, 32])]
-    pub net_arch: Vec<usize>,
-    /// Hidden activation of an MLP policy (`tanh` or `relu`).
-    #[default(HiddenActivation::Tanh)]
-    #[serde(alias = "activation_fn")]
-    pub activation: HiddenActivation,
-    /// The policy keys shared with ARS (flat in YAML: `normalize_obs`, `bias`,
-    /// `squash_output`, `noise_table_size`).
+    /// The policy and worker keys shared with ARS, with OpenAI-ES's defaults (flat in YAML:
+    /// `num_workers` 16, `policy` mlp, `net_arch` [32, 32], `activation` tanh,
+    /// `normalize_obs`, `bias`, `squash_output`, `noise_table_size`).
     #[serde(flatten, skip_deserializing)]
-    pub shared: PolicyKeys,
+    pub shared: PolicyKeys<EsPolicy>,
 }
 
-impl EsConfig {
-    /// The shell's settings.
-    pub fn core(&self) -> CoreSettings {
-        let (n, arch) = (self.num_workers, &self.net_arch);
-        self.shared.settings(n, self.policy, arch, self.activation)
-    }
+/// OpenAI-ES's policy defaults: an MLP of two hidden tanh layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EsPolicy;
+
+impl PolicyDefaults for EsPolicy {
+    const NUM_WORKERS: usize = 16;
+    const POLICY: PolicyArch = PolicyArch::Mlp;
+    const NET_ARCH: &'static [usize] = &[32, 32];
+    const ACTIVATION: HiddenActivation = HiddenActivation::Tanh;
 }
 
 impl AlgoConfig for EsConfig {
@@ -66,27 +56,19 @@ impl AlgoConfig for EsConfig {
         from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
     }
 
-    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
-        if !(self.learning_rate > 0.0) {
-            return err("learning_rate", "must be positive");
-        }
-        if !(self.noise_std > 0.0) {
-            return err("noise_std", "must be positive");
-        }
+    fn validate(&self) -> Result<(), ConfigError> {
+        check::positive("learning_rate", self.learning_rate)?;
+        check::positive("noise_std", self.noise_std)?;
         if self.pop_size < 2 {
-            return err("pop_size", "must be at least 2");
+            return invalid("pop_size", "must be at least 2");
         }
         if self.antithetic && self.pop_size % 2 == 1 {
-            return err("pop_size", "must be even with antithetic sampling");
-        }
-        if self.num_workers == 0 {
-            return err("num_workers", "must be at least 1");
+            return invalid("pop_size", "must be even with antithetic sampling");
         }
         if self.l2_coef < 0.0 {
-            return err("l2_coef", "must be non-negative");
+            return invalid("l2_coef", "must be non-negative");
         }
-        Ok(())
+        self.shared.validate()
     }
 }
 

@@ -149,7 +149,7 @@ impl Strategy for EsLearner {
     const NAME: &'static str = "es";
 
     fn core_settings(cfg: &EsConfig) -> CoreSettings {
-        cfg.core()
+        cfg.shared.settings()
     }
 
     /// `pop_size` candidates: `pop_size / 2` mirrored pairs with `antithetic`.

@@ -15,7 +15,6 @@ use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
-use smart_default::SmartDefault;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,15 +40,37 @@ pub struct CoreSettings {
     pub noise_table_size: usize,
 }
 
-/// The policy keys OpenAI-ES and ARS share, with the same defaults. Flat in their YAML
-/// tables: the configs embed it with `#[serde(flatten, skip_deserializing)]` and read it with
-/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part). (`num_workers`,
-/// `policy`, `net_arch` and `activation` stay with each config: their defaults differ.)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
-#[serde(deny_unknown_fields, default)]
-pub struct PolicyKeys {
-    /// Normalize observations with running statistics.
-    #[default(true)]
+/// An algorithm's defaults for the [`PolicyKeys`] whose defaults differ between OpenAI-ES
+/// and ARS (the paper's settings: ES an MLP, ARS a linear policy).
+pub trait PolicyDefaults {
+    /// `num_workers`.
+    const NUM_WORKERS: usize;
+    /// `policy`.
+    const POLICY: PolicyArch;
+    /// `net_arch`.
+    const NET_ARCH: &'static [usize];
+    /// `activation`.
+    const ACTIVATION: HiddenActivation;
+}
+
+/// The policy and worker keys OpenAI-ES and ARS share: one list of names and aliases, each
+/// algorithm's defaults from `D`. Flat in their YAML tables: the configs embed it with
+/// `#[serde(flatten, skip_deserializing)]` and read it with
+/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, bound = "")]
+pub struct PolicyKeys<D: PolicyDefaults> {
+    /// Worker threads, one env each.
+    #[serde(alias = "num_actors", alias = "num_env_runners")]
+    pub num_workers: usize,
+    /// `linear` or `mlp`.
+    pub policy: PolicyArch,
+    /// Hidden layers of an MLP policy.
+    pub net_arch: Vec<usize>,
+    /// Hidden activation of an MLP policy (`tanh` or `relu`).
+    #[serde(alias = "activation_fn")]
+    pub activation: HiddenActivation,
+    /// Normalize observations with running statistics (default true).
     #[serde(alias = "observation_filter_on")]
     pub normalize_obs: bool,
     /// Biases in the layers (default: for an MLP, not for a linear policy).
@@ -58,32 +79,49 @@ pub struct PolicyKeys {
     /// Box actions: `tanh` outputs rescaled onto the bounds, else clipped outputs (default:
     /// for an MLP, not for a linear policy, as sb3-contrib).
     pub squash_output: Option<bool>,
-    /// Draws in the shared noise table.
-    #[default(10_000_000)]
+    /// Draws in the shared noise table (default 10,000,000).
     pub noise_table_size: usize,
+    #[serde(skip)]
+    defaults: std::marker::PhantomData<D>,
 }
 
-impl PolicyKeys {
-    /// The shell's settings, with the algorithm's own `num_workers`, `policy`, `net_arch` and
-    /// `activation`.
-    pub fn settings(
-        &self,
-        num_workers: usize,
-        policy: PolicyArch,
-        net_arch: &[usize],
-        activation: HiddenActivation,
-    ) -> CoreSettings {
-        let mlp = policy == PolicyArch::Mlp;
+impl<D: PolicyDefaults> Default for PolicyKeys<D> {
+    fn default() -> Self {
+        Self {
+            num_workers: D::NUM_WORKERS,
+            policy: D::POLICY,
+            net_arch: D::NET_ARCH.to_vec(),
+            activation: D::ACTIVATION,
+            normalize_obs: true,
+            bias: None,
+            squash_output: None,
+            noise_table_size: 10_000_000,
+            defaults: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<D: PolicyDefaults> PolicyKeys<D> {
+    /// The shell's settings (bias and squashing resolved for the policy kind).
+    pub fn settings(&self) -> CoreSettings {
+        let mlp = self.policy == PolicyArch::Mlp;
         CoreSettings {
-            num_workers,
-            policy,
-            net_arch: net_arch.to_vec(),
-            activation,
+            num_workers: self.num_workers,
+            policy: self.policy,
+            net_arch: self.net_arch.clone(),
+            activation: self.activation,
             bias: self.bias.unwrap_or(mlp),
             squash_output: self.squash_output.unwrap_or(mlp),
             normalize_obs: self.normalize_obs,
             noise_table_size: self.noise_table_size,
         }
+    }
+
+    /// Range checks of the shared keys.
+    pub fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
+        let sizes = [("num_workers", self.num_workers)];
+        rl_core::config::check::at_least_one(&sizes)?;
+        rl_core::config::check::at_least_one(&[("noise_table_size", self.noise_table_size)])
     }
 }
 
@@ -524,12 +562,29 @@ impl<L: Strategy> Algorithm for EvolutionAgent<L> {
 mod tests {
     use super::*;
 
+    /// Test defaults: an MLP of one hidden layer, 2 workers.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Small;
+    impl PolicyDefaults for Small {
+        const NUM_WORKERS: usize = 2;
+        const POLICY: PolicyArch = PolicyArch::Mlp;
+        const NET_ARCH: &'static [usize] = &[8];
+        const ACTIVATION: HiddenActivation = HiddenActivation::Tanh;
+    }
+
     #[test]
     fn policy_keys_are_the_documented_list() {
         // The one list of the policy keys OpenAI-ES and ARS share, aliases included.
         assert_eq!(
-            rl_core::config::accepted_keys::<PolicyKeys>(),
+            rl_core::config::accepted_keys::<PolicyKeys<Small>>(),
             [
+                "num_actors",
+                "num_env_runners",
+                "num_workers",
+                "policy",
+                "net_arch",
+                "activation",
+                "activation_fn",
                 "normalize_obs",
                 "observation_filter_on",
                 "bias",
@@ -542,17 +597,34 @@ mod tests {
 
     #[test]
     fn bias_and_squashing_default_to_the_policy_kind() {
-        let keys = PolicyKeys::default();
-        let mlp = keys.settings(2, PolicyArch::Mlp, &[8], HiddenActivation::Tanh);
+        let keys = PolicyKeys::<Small>::default();
+        let mlp = keys.settings();
         assert!(mlp.bias && mlp.squash_output && mlp.normalize_obs);
         assert_eq!((mlp.num_workers, mlp.net_arch), (2, vec![8]));
-        let linear = keys.settings(2, PolicyArch::Linear, &[8], HiddenActivation::Tanh);
+        let linear = PolicyKeys {
+            policy: PolicyArch::Linear,
+            ..keys.clone()
+        };
+        let linear = linear.settings();
         assert!(!linear.bias && !linear.squash_output);
         let given = PolicyKeys {
             bias: Some(false),
             ..keys
         };
-        let s = given.settings(1, PolicyArch::Mlp, &[], HiddenActivation::Relu);
+        let s = given.settings();
         assert!(!s.bias && s.squash_output);
+        // Defaults fill what a table leaves out; the marker is not a key.
+        let read: PolicyKeys<Small> =
+            serde_json::from_value(serde_json::json!({"policy": "linear"})).unwrap();
+        assert_eq!(
+            (read.policy, read.net_arch.clone()),
+            (PolicyArch::Linear, vec![8])
+        );
+        assert!(
+            serde_json::to_value(&read)
+                .unwrap()
+                .get("defaults")
+                .is_none()
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! APPO hyperparameters: the seed table plus RLlib's options.
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_parts};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_parts, invalid};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
 use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
@@ -106,11 +106,10 @@ impl AlgoConfig for AppoConfig {
         from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
     }
 
-    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+    fn validate(&self) -> Result<(), ConfigError> {
         self.runners.validate()?;
         self.clipping.validate()?;
-        for (f, v) in [
+        check::at_least_one(&[
             ("n_steps", self.n_steps),
             ("batch_size", self.batch_size),
             ("n_epochs", self.n_epochs),
@@ -123,43 +122,25 @@ impl AlgoConfig for AppoConfig {
                 "circular_buffer_iterations_per_batch",
                 self.circular_buffer_iterations_per_batch,
             ),
-        ] {
-            if v == 0 {
-                return err(f, "must be at least 1");
-            }
-        }
-        if !(0.0..=1.0).contains(&self.gamma) {
-            return err("gamma", "must be in [0, 1]");
-        }
-        if !(0.0..=1.0).contains(&self.gae_lambda) {
-            return err("gae_lambda", "must be in [0, 1]");
-        }
-        if self.clip_range <= 0.0 {
-            return err("clip_range", "must be positive");
-        }
+        ])?;
+        check::unit_interval("gamma", self.gamma)?;
+        check::unit_interval("gae_lambda", self.gae_lambda)?;
+        check::positive("clip_range", self.clip_range)?;
         if !(self.tau > 0.0 && self.tau <= 1.0) {
-            return err("tau", "must be in (0, 1]");
+            return invalid("tau", "must be in (0, 1]");
         }
         if self.target_network_update_freq == 0 {
-            return err(
+            return invalid(
                 "target_network_update_freq",
                 "update intervals must be at least 1",
             );
         }
-        if self.target_worker_clipping <= 0.0 {
-            return err("target_worker_clipping", "must be positive");
-        }
-        if self.learning_rate.initial() <= 0.0 {
-            return err("learning_rate", "must be positive");
-        }
-        if self.grad_clip.is_some_and(|g| g <= 0.0) {
-            return err("grad_clip", "must be positive (or null for no clipping)");
-        }
+        check::positive("target_worker_clipping", self.target_worker_clipping)?;
+        check::positive("learning_rate", self.learning_rate.initial())?;
+        check::grad_clip("grad_clip", self.grad_clip)?;
         if self.kl_target <= 0.0 || self.kl_coeff < 0.0 {
-            return err(
-                "kl_target",
-                "kl_target must be positive and kl_coeff non-negative",
-            );
+            let m = "kl_target must be positive and kl_coeff non-negative";
+            return invalid("kl_target", m);
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! IMPALA hyperparameters: the seed table plus RLlib's options (RLlib names as given, SB3-style
 //! aliases where the seed uses them).
 
-use rl_core::config::{AlgoConfig, ConfigError, from_kwargs_with_parts};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_parts, invalid};
 use rl_core::schedule::Schedule;
 use rl_on_policy::PolicyKwargs;
 use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
@@ -85,36 +85,26 @@ impl AlgoConfig for ImpalaConfig {
         from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
     }
 
-    fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+    fn validate(&self) -> Result<(), ConfigError> {
         self.runners.validate()?;
         self.clipping.validate()?;
-        if self.n_steps == 0 {
-            return err("n_steps", "must be at least 1");
-        }
-        if !(0.0..=1.0).contains(&self.gamma) {
-            return err("gamma", "must be in [0, 1]");
-        }
-        if self.num_env_runners == 0 {
-            return err("num_env_runners", "must be at least 1");
-        }
+        let counts = [
+            ("n_steps", self.n_steps),
+            ("num_env_runners", self.num_env_runners),
+        ];
+        check::at_least_one(&counts)?;
+        check::unit_interval("gamma", self.gamma)?;
         if self.replay_proportion < 0.0 {
-            return err("replay_proportion", "must be non-negative");
+            return invalid("replay_proportion", "must be non-negative");
         }
         if self.replay_proportion > 0.0 && self.replay_buffer_num_slots == 0 {
-            return err(
-                "replay_buffer_num_slots",
-                "must be at least 1 when replay_proportion > 0",
-            );
+            let m = "must be at least 1 when replay_proportion > 0";
+            return invalid("replay_buffer_num_slots", m);
         }
-        if self.learning_rate.initial() <= 0.0 {
-            return err("learning_rate", "must be positive");
-        }
-        if self.grad_clip.is_some_and(|g| g <= 0.0) {
-            return err("grad_clip", "must be positive (or null for no clipping)");
-        }
+        check::positive("learning_rate", self.learning_rate.initial())?;
+        check::grad_clip("grad_clip", self.grad_clip)?;
         if self.momentum != 0.0 {
-            return err("momentum", "only 0 is supported (RMSprop without momentum)");
+            return invalid("momentum", "only 0 is supported (RMSprop without momentum)");
         }
         Ok(())
     }

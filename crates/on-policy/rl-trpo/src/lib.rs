@@ -38,18 +38,6 @@ pub struct TrpoLearner {
 }
 
 impl TrpoLearner {
-    /// A learner for `policy` (on the autodiff `device`) drawing minibatches from `rng_batch`.
-    pub fn new(cfg: TrpoConfig, policy: ActorCritic, device: Device, rng_batch: Rng) -> Self {
-        Self {
-            // SB3's policies use Adam with eps 1e-5; TRPO does not clip gradients.
-            opt: FlatOptimizer::new(OptimizerKind::adam(1e-5), None),
-            cfg,
-            device,
-            policy,
-            rng_batch,
-        }
-    }
-
     /// The natural-gradient step of the policy on the rollout. Returns the metrics of the
     /// step.
     fn policy_step(&mut self, buf: &RolloutBuffer) -> Metrics {
@@ -213,8 +201,14 @@ impl OnPolicyLearner for TrpoLearner {
 
     /// The value function's minibatch order comes from the run's `minibatch` generator.
     fn build(cfg: TrpoConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {
-        let rng = ctx.rng("minibatch");
-        Ok(Self::new(cfg, policy, ctx.device.clone(), rng))
+        Ok(Self {
+            // SB3's policies use Adam with eps 1e-5; TRPO does not clip gradients.
+            opt: FlatOptimizer::new(OptimizerKind::adam(1e-5), None),
+            cfg,
+            device: ctx.device.clone(),
+            policy,
+            rng_batch: ctx.rng("minibatch"),
+        })
     }
 
     fn config(&self) -> &TrpoConfig {
