@@ -119,9 +119,11 @@ impl<D: PolicyDefaults> PolicyKeys<D> {
 
     /// Range checks of the shared keys.
     pub fn validate(&self) -> Result<(), rl_core::config::ConfigError> {
-        let sizes = [("num_workers", self.num_workers)];
-        rl_core::config::check::at_least_one(&sizes)?;
-        rl_core::config::check::at_least_one(&[("noise_table_size", self.noise_table_size)])
+        let sizes = [
+            ("num_workers", self.num_workers),
+            ("noise_table_size", self.noise_table_size),
+        ];
+        rl_core::config::check::at_least_one(&sizes)
     }
 }
 
