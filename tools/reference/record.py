@@ -4,7 +4,8 @@
     python tools/reference/record.py --out DIR [--only envs|returns|dists ...] [--env KEY ...]
                                      [--compare testdata/reference]
 
-writes ``DIR/envs/<KEY>.json``, ``DIR/returns_ref.json`` and ``DIR/dists_ref.json``. With
+writes ``DIR/envs/<KEY>.json``, ``DIR/returns_ref.json``, ``DIR/dists_ref.json`` and
+``DIR/multi_agent/<KEY>.json``. With
 ``--compare REF`` every written file is compared byte for byte with the file of the same name
 under ``REF`` and the exit status is 1 if any differs. See ``tools/reference/README.md``.
 """
@@ -19,9 +20,15 @@ import sys
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from reflib import dists, envs, returns  # noqa: E402
+import importlib  # noqa: E402
 
-PARTS = ("envs", "returns", "dists")
+
+def part(name: str):
+    """A part's module, imported when asked for (each needs only its own packages)."""
+    return importlib.import_module(f"reflib.{name}")
+
+
+PARTS = ("envs", "returns", "dists", "multi_agent")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,11 +41,13 @@ def main(argv: list[str] | None = None) -> int:
 
     written: list[str] = []
     if "envs" in args.only:
-        written += envs.write_all(args.out, args.env)
+        written += part("envs").write_all(args.out, args.env)
     if "returns" in args.only:
-        written.append(returns.write(args.out))
+        written.append(part("returns").write(args.out))
     if "dists" in args.only:
-        written.append(dists.write(args.out))
+        written.append(part("dists").write(args.out))
+    if "multi_agent" in args.only:
+        written += part("multi_agent").write_all(args.out)
 
     status = 0
     for path in written:

@@ -21,6 +21,7 @@ pub mod fast_ops;
 pub mod kernels;
 pub mod logger;
 pub mod losses;
+pub mod multi_agent;
 pub mod nn;
 pub mod optim;
 pub mod params;

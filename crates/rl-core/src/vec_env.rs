@@ -184,7 +184,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `f` on env `index`, turning an error or a panic into [`EnvError::InVector`] (its `env`
 /// id is filled in by [`VecEnv::named`], which can borrow the env again).
-fn guarded<T>(
+pub(crate) fn guarded<T>(
     index: usize,
     step: u64,
     f: impl FnOnce() -> Result<T, EnvError>,

@@ -4,11 +4,14 @@
 
 pub mod classic;
 pub mod faults;
+pub mod multi_agent;
 pub mod testing;
 pub mod toy_text;
 
 use rl_core::env::{Env, EnvError, Kwargs, Registry, check_kwargs};
 use rl_core::wrappers::MaskObservation;
+
+pub use multi_agent::{make_multi_agent, make_multi_agent_env, multi_agent_ids};
 
 fn no_kwargs<E: Env + Default + 'static>(id: &str, kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
     check_kwargs(id, kw, &["render_mode"])?;
