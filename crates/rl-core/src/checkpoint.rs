@@ -77,6 +77,10 @@ struct FileEntry {
 }
 
 fn write_synced(path: &Path, data: &[u8]) -> Result<(), CheckpointError> {
+    // A file name may name a folder inside the checkpoint (`policies/p0/model.safetensors`).
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+    }
     let mut f = fs::File::create(path).map_err(|e| io(path, e))?;
     f.write_all(data).map_err(|e| io(path, e))?;
     f.sync_all().map_err(|e| io(path, e))
@@ -192,6 +196,20 @@ impl Checkpoint {
     /// Full path of a file, for error messages.
     pub fn path_of(&self, name: &str) -> String {
         self.dir.join(name).display().to_string()
+    }
+    /// The files under folder `prefix` as a checkpoint of their own (names without the
+    /// prefix), e.g. one policy's part of a multi-agent checkpoint.
+    pub fn sub(&self, prefix: &str) -> Checkpoint {
+        let head = format!("{prefix}/");
+        Checkpoint {
+            dir: self.dir.join(prefix),
+            algorithm: self.algorithm.clone(),
+            files: self
+                .files
+                .iter()
+                .filter_map(|(n, d)| n.strip_prefix(&head).map(|n| (n.to_string(), d.clone())))
+                .collect(),
+        }
     }
 }
 

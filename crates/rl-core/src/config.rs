@@ -180,6 +180,10 @@ pub struct RunConfig {
     /// parsed strictly when the algorithm is built).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curiosity: Option<serde_json::Value>,
+    /// A multi-agent run (`env_id` a multi-agent env): its policies and which agent each acts
+    /// for (RLlib's `multi_agent` settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_agent: Option<crate::multi_agent::MultiAgentConfig>,
     /// Hyperparameters of the algorithm (its own names; RLlib aliases accepted).
     #[serde(default)]
     pub algo_kwargs: serde_json::Map<String, serde_json::Value>,

@@ -786,6 +786,61 @@ pub trait HeuristicPolicy: Send {
     fn reset(&mut self, _rng: &mut Rng) {}
     /// The action for `obs` (raw encodings).
     fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Vec<f32>;
+    /// A fresh instance of the same policy (for another env, e.g. an evaluation env).
+    fn fresh(&self) -> Box<dyn HeuristicPolicy>;
+    /// What the policy remembers of the episode, for checkpoints.
+    fn save(&self) -> Value {
+        Value::Null
+    }
+    /// Restores what [`save`](Self::save) returned.
+    fn load(&mut self, _state: &Value) -> Result<(), EnvError> {
+        Ok(())
+    }
+}
+
+/// Mean per-episode returns of a multi-agent evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MultiAgentEval {
+    /// Mean over episodes of the sum over agents.
+    pub mean_return: f64,
+    /// Mean return of each agent.
+    pub per_agent: AgentMap<f64>,
+    /// Mean over episodes of the sum over each policy's agents.
+    pub per_policy: BTreeMap<String, f64>,
+}
+
+/// A multi-agent run as the CLI and the tests drive it (the multi-agent counterpart of
+/// [`crate::algorithm::Algorithm`]).
+pub trait MultiAgentAlgorithm {
+    /// The algorithm's name (`ppo`, …).
+    fn name(&self) -> &str;
+    /// Env steps so far (vector-env steps × envs).
+    fn num_timesteps(&self) -> u64;
+    /// The budget the schedules are relative to.
+    fn total_timesteps(&self) -> u64;
+    /// Changes the budget (resuming with more steps).
+    fn set_total_timesteps(&mut self, total: u64);
+    /// The policies and which agent each acts for.
+    fn policy_map(&self) -> &PolicyMap;
+    /// One iteration; its metrics.
+    fn train(&mut self) -> Result<crate::logger::Metrics, crate::algorithm::RlError>;
+    /// Actions of policy `policy` for raw observations (rows of its observation space).
+    fn predict(
+        &mut self,
+        policy: &str,
+        obs: &[f32],
+        deterministic: bool,
+    ) -> Result<Vec<f32>, crate::algorithm::RlError>;
+    /// Mean returns of `n_episodes` on `env`, episode `e` reset with `seed + e`.
+    fn evaluate(
+        &mut self,
+        env: &mut dyn MultiAgentEnv,
+        n_episodes: usize,
+        deterministic: bool,
+        seed: u64,
+    ) -> Result<MultiAgentEval, crate::algorithm::RlError>;
+    /// Writes a checkpoint directory.
+    fn save(&self, dir: &std::path::Path) -> Result<(), crate::algorithm::RlError>;
 }
 
 /// Checks an action a heuristic gave against the agent's space (a heuristic built for another
@@ -808,6 +863,265 @@ pub fn check_heuristic_action(
         },
         other => other,
     })
+}
+
+// ------------------------------------------------------------------------------------------
+// Policies and their mapping to agents (the run config's `multi_agent:` table)
+// ------------------------------------------------------------------------------------------
+
+/// What one policy of a multi-agent run is: learned by the run's algorithm (with its own
+/// `algo_kwargs` overrides), or frozen: a built-in heuristic or a saved checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// Keys that override the run's `algo_kwargs` for this policy.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub algo_kwargs: serde_json::Map<String, Value>,
+    /// A built-in policy of the env (e.g. `rps_v2`'s `beat_last`); never trained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heuristic: Option<String>,
+    /// A checkpoint directory whose policy acts, frozen (any algorithm with the agents' spaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<std::path::PathBuf>,
+}
+
+impl PolicySpec {
+    /// Frozen policies act but never learn.
+    pub fn is_frozen(&self) -> bool {
+        self.heuristic.is_some() || self.checkpoint.is_some()
+    }
+}
+
+/// Which policy acts for each agent: `shared` (every agent, one policy), or a table from
+/// agent ids to policy ids in which a key ending in `*` matches every agent id with that
+/// prefix (`"*"` alone: every agent); an exact id wins over a pattern, a longer prefix over a
+/// shorter one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PolicyMapping {
+    /// `shared`.
+    Named(String),
+    /// Agent id or pattern → policy id.
+    Table(BTreeMap<String, String>),
+}
+
+impl Default for PolicyMapping {
+    fn default() -> Self {
+        PolicyMapping::Named("shared".into())
+    }
+}
+
+/// The `multi_agent:` table of a run config (RLlib's `config.multi_agent(...)`):
+/// `policies: {p0: {}, p1: {algo_kwargs: {learning_rate: 1e-3}}}`, `policy_mapping: {"0": p0,
+/// "1": p1}` (or `shared`), `policies_to_train: [p0, p1]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiAgentConfig {
+    /// Policy id → what it is (none: one learned policy, `default_policy`).
+    #[serde(default)]
+    pub policies: BTreeMap<String, PolicySpec>,
+    /// Which policy acts for each agent (default `shared`).
+    #[serde(default, alias = "policy_mapping_fn")]
+    pub policy_mapping: PolicyMapping,
+    /// The policies that learn (default: every policy that is not frozen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies_to_train: Option<Vec<String>>,
+}
+
+/// A [`MultiAgentConfig`] checked against an env: every agent has a policy, every policy id
+/// is known, and the agents of a policy share their spaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyMap {
+    /// Policy id → its settings (with `default_policy` filled in when none was given).
+    pub policies: BTreeMap<String, PolicySpec>,
+    /// Agent id → the policy that acts for it.
+    pub agent_policy: AgentMap<String>,
+    /// The policies that learn.
+    pub to_train: Vec<String>,
+}
+
+impl PolicyMap {
+    /// The agents `policy` acts for, in `possible_agents` order.
+    pub fn agents_of<'a>(
+        &'a self,
+        policy: &'a str,
+        possible: &'a [AgentId],
+    ) -> impl Iterator<Item = &'a AgentId> + 'a {
+        possible
+            .iter()
+            .filter(move |a| self.agent_policy.get(*a).map(String::as_str) == Some(policy))
+    }
+}
+
+fn ma_err(field: &str, message: String) -> crate::config::ConfigError {
+    crate::config::ConfigError::new(format!("multi_agent.{field}"), message)
+}
+
+impl MultiAgentConfig {
+    /// Checks the table against `env`'s agents and spaces; errors name the agent, the policy
+    /// id or the key.
+    pub fn resolve(
+        &self,
+        env: &dyn MultiAgentEnv,
+    ) -> Result<PolicyMap, crate::config::ConfigError> {
+        let mut policies = self.policies.clone();
+        if policies.is_empty() {
+            policies.insert("default_policy".into(), PolicySpec::default());
+        }
+        let ids = || policies.keys().cloned().collect::<Vec<_>>().join(", ");
+        for (id, p) in &policies {
+            if p.heuristic.is_some() && p.checkpoint.is_some() {
+                return Err(ma_err(
+                    &format!("policies.{id}"),
+                    "a policy is a heuristic or a checkpoint, not both".into(),
+                ));
+            }
+            if p.is_frozen() && !p.algo_kwargs.is_empty() {
+                return Err(ma_err(
+                    &format!("policies.{id}.algo_kwargs"),
+                    "a frozen policy (heuristic or checkpoint) takes no algo_kwargs".into(),
+                ));
+            }
+        }
+        let possible = env.possible_agents();
+        let mut agent_policy = AgentMap::new();
+        match &self.policy_mapping {
+            PolicyMapping::Named(name) if name == "shared" => {
+                if policies.len() != 1 {
+                    return Err(ma_err(
+                        "policy_mapping",
+                        format!(
+                            "`shared` maps every agent to one policy, but policies has {}",
+                            ids()
+                        ),
+                    ));
+                }
+                let only = policies.keys().next().cloned().unwrap_or_default();
+                for a in possible {
+                    agent_policy.insert(a.clone(), only.clone());
+                }
+            }
+            PolicyMapping::Named(other) => {
+                return Err(ma_err(
+                    "policy_mapping",
+                    format!("expected `shared` or a table agent → policy, got {other:?}"),
+                ));
+            }
+            PolicyMapping::Table(table) => {
+                for key in table.keys() {
+                    let matches = match key.strip_suffix('*') {
+                        Some(prefix) => possible.iter().any(|a| a.starts_with(prefix)),
+                        None => possible.contains(key),
+                    };
+                    if !matches {
+                        return Err(ma_err(
+                            &format!("policy_mapping.{key}"),
+                            format!(
+                                "matches no agent of {}; agents: {}",
+                                env.id(),
+                                possible.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                for a in possible {
+                    // Exact id first, then the longest matching prefix pattern.
+                    let hit = table.get(a).map(|p| (a.clone(), p)).or_else(|| {
+                        table
+                            .iter()
+                            .filter_map(|(k, p)| {
+                                k.strip_suffix('*')
+                                    .filter(|pre| a.starts_with(pre))
+                                    .map(|pre| (pre, k, p))
+                            })
+                            .max_by_key(|(pre, _, _)| pre.len())
+                            .map(|(_, k, p)| (k.clone(), p))
+                    });
+                    let Some((key, policy)) = hit else {
+                        return Err(ma_err(
+                            "policy_mapping",
+                            format!(
+                                "agent {a:?} has no policy (add it, a pattern such as \"*\", or use `shared`)"
+                            ),
+                        ));
+                    };
+                    if !policies.contains_key(policy) {
+                        return Err(ma_err(
+                            &format!("policy_mapping.{key}"),
+                            format!("unknown policy id {policy:?}; policies: {}", ids()),
+                        ));
+                    }
+                    agent_policy.insert(a.clone(), policy.clone());
+                }
+            }
+        }
+        for id in policies.keys() {
+            let mut agents = possible.iter().filter(|a| agent_policy.get(*a) == Some(id));
+            let Some(first) = agents.next() else {
+                return Err(ma_err(
+                    &format!("policies.{id}"),
+                    "acts for no agent (policy_mapping names it nowhere)".into(),
+                ));
+            };
+            let space = |a: &str, obs: bool| {
+                let s = if obs {
+                    env.observation_space(a)
+                } else {
+                    env.action_space(a)
+                };
+                s.map_err(|e| ma_err("policy_mapping", e.to_string()))
+            };
+            for a in agents {
+                for (what, obs) in [("observation", true), ("action", false)] {
+                    let (theirs, mine) = (space(first, obs)?, space(a, obs)?);
+                    if mine != theirs {
+                        return Err(ma_err(
+                            "policy_mapping",
+                            format!(
+                                "policy {id:?} acts for agents {first:?} and {a:?}, whose {what} spaces differ ({} vs {})",
+                                theirs.describe(),
+                                mine.describe()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let to_train = match &self.policies_to_train {
+            None => policies
+                .iter()
+                .filter(|(_, p)| !p.is_frozen())
+                .map(|(id, _)| id.clone())
+                .collect(),
+            Some(list) => {
+                for id in list {
+                    match policies.get(id) {
+                        None => {
+                            return Err(ma_err(
+                                "policies_to_train",
+                                format!("unknown policy id {id:?}; policies: {}", ids()),
+                            ));
+                        }
+                        Some(p) if p.is_frozen() => {
+                            return Err(ma_err(
+                                "policies_to_train",
+                                format!(
+                                    "policy {id:?} is a heuristic or a checkpoint and cannot be trained"
+                                ),
+                            ));
+                        }
+                        Some(_) => {}
+                    }
+                }
+                list.clone()
+            }
+        };
+        Ok(PolicyMap {
+            policies,
+            agent_policy,
+            to_train,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -1054,5 +1368,122 @@ mod tests {
         env.restore(&snap).unwrap();
         assert_eq!(env.agents_to_act(), ["b"]);
         assert_eq!(env.step(&acts(&[("b", 1.0)])).unwrap(), s);
+    }
+    fn two_space_env() -> TurnBased<Nim> {
+        let mut nim = Nim {
+            pile: 0,
+            turn: 0,
+            agents: vec!["a".into(), "b".into()],
+            os: vec![Space::boxed(vec![0.0], vec![4.0]); 2],
+            acs: vec![Space::discrete(2); 2],
+        };
+        nim.acs[1] = Space::discrete(3);
+        TurnBased::new(nim)
+    }
+
+    fn resolve(
+        yaml: &str,
+        env: &dyn MultiAgentEnv,
+    ) -> Result<PolicyMap, crate::config::ConfigError> {
+        let cfg: MultiAgentConfig = serde_json::from_str(yaml).unwrap();
+        cfg.resolve(env)
+    }
+
+    #[test]
+    fn policy_mapping_defaults_patterns_and_training() {
+        let env = copies(&[1, 1, 1]);
+        let m = resolve("{}", &env).unwrap();
+        assert_eq!(
+            m.agent_policy.values().collect::<Vec<_>>(),
+            ["default_policy"; 3]
+        );
+        assert_eq!(m.to_train, ["default_policy"]);
+        let m = resolve(
+            r#"{"policies": {"p0": {}, "rest": {}, "opp": {"heuristic": "beat_last"}},
+                "policy_mapping": {"0": "p0", "*": "rest", "2": "opp"}}"#,
+            &env,
+        )
+        .unwrap();
+        assert_eq!(m.agent_policy["0"], "p0");
+        assert_eq!(m.agent_policy["1"], "rest");
+        assert_eq!(m.agent_policy["2"], "opp");
+        assert_eq!(m.to_train, ["p0", "rest"], "the heuristic is frozen");
+        assert_eq!(
+            m.agents_of("rest", env.possible_agents())
+                .collect::<Vec<_>>(),
+            ["1"]
+        );
+    }
+
+    #[test]
+    fn bad_mappings_name_the_agent_the_policy_or_the_space() {
+        let env = copies(&[1, 1]);
+        let err = |yaml: &str, env: &dyn MultiAgentEnv| resolve(yaml, env).unwrap_err().to_string();
+        let e = err(
+            r#"{"policies": {"p0": {}, "p1": {}}, "policy_mapping": {"0": "p0"}}"#,
+            &env,
+        );
+        assert!(e.contains("agent \"1\" has no policy"), "{e}");
+        let e = err(
+            r#"{"policies": {"p0": {}}, "policy_mapping": {"0": "p0", "1": "p9"}}"#,
+            &env,
+        );
+        assert!(
+            e.contains("multi_agent.policy_mapping.1") && e.contains("unknown policy id \"p9\""),
+            "{e}"
+        );
+        let e = err(
+            r#"{"policies": {"p0": {}}, "policy_mapping": {"7": "p0", "*": "p0"}}"#,
+            &env,
+        );
+        assert!(
+            e.contains("policy_mapping.7") && e.contains("matches no agent"),
+            "{e}"
+        );
+        let e = err(r#"{"policies": {"p0": {}, "p1": {}}}"#, &env);
+        assert!(e.contains("`shared`") && e.contains("p0, p1"), "{e}");
+        let e = err(
+            r#"{"policies": {"p0": {}, "p1": {}}, "policy_mapping": {"*": "p0"}}"#,
+            &env,
+        );
+        assert!(
+            e.contains("policies.p1") && e.contains("acts for no agent"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"policies": {"p0": {}}, "policies_to_train": ["p1"]}"#,
+            &env,
+        );
+        assert!(
+            e.contains("policies_to_train") && e.contains("\"p1\""),
+            "{e}"
+        );
+        let e = err(
+            r#"{"policies": {"h": {"heuristic": "beat_last"}}, "policies_to_train": ["h"]}"#,
+            &env,
+        );
+        assert!(e.contains("cannot be trained"), "{e}");
+        let e = err(
+            r#"{"policies": {"h": {"heuristic": "x", "algo_kwargs": {"gamma": 0.9}}}}"#,
+            &env,
+        );
+        assert!(e.contains("policies.h.algo_kwargs"), "{e}");
+        let e = err(r#"{"policy_mapping": "everyone"}"#, &env);
+        assert!(
+            e.contains("policy_mapping") && e.contains("everyone"),
+            "{e}"
+        );
+        // Agents whose action spaces differ cannot share a policy.
+        let e = err("{}", &two_space_env());
+        assert!(
+            e.contains("\"a\" and \"b\"") && e.contains("action spaces differ"),
+            "{e}"
+        );
+        let bad: Result<MultiAgentConfig, _> = serde_json::from_str(r#"{"policy": {}}"#);
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown field `policy`")
+        );
     }
 }

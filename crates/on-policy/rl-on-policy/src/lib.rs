@@ -5,6 +5,7 @@
 pub mod actor_learner;
 pub mod agent;
 pub mod loss;
+pub mod multi_agent;
 pub mod policy;
 pub mod recurrent;
 pub mod rollout;

@@ -210,6 +210,20 @@ impl HeuristicPolicy for AlwaysSame {
     fn reset(&mut self, rng: &mut Rng) {
         self.choice = Some(rng.below(self.num_actions as u64) as usize);
     }
+    fn fresh(&self) -> Box<dyn HeuristicPolicy> {
+        Box::new(Self::new(self.num_actions))
+    }
+    fn save(&self) -> Value {
+        json!(self.choice)
+    }
+    fn load(&mut self, state: &Value) -> Result<(), EnvError> {
+        self.choice =
+            serde_json::from_value(state.clone()).map_err(|e| EnvError::InvalidState {
+                env: ID.into(),
+                reason: format!("always_same's saved move: {e}"),
+            })?;
+        Ok(())
+    }
     fn act(&mut self, _obs: &[f32], rng: &mut Rng) -> Vec<f32> {
         let n = self.num_actions as u64;
         let m = *self.choice.get_or_insert_with(|| rng.below(n) as usize);
@@ -233,6 +247,9 @@ impl BeatLast {
 impl HeuristicPolicy for BeatLast {
     fn name(&self) -> &str {
         "beat_last"
+    }
+    fn fresh(&self) -> Box<dyn HeuristicPolicy> {
+        Box::new(Self::new(self.num_actions))
     }
     fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Vec<f32> {
         let last = obs[0] as usize;

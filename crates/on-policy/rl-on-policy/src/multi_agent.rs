@@ -1,0 +1,989 @@
+//! The multi-agent on-policy shell: one [`MultiAgentVecEnv`], a policy per id of the run's
+//! `multi_agent:` table, and for every learned policy its own [`OnPolicyLearner`] (PPO, A2C,
+//! …) fed with the rows of the agents mapped to it. No algorithm holds a copy of this code:
+//! each learner sees a [`RolloutBuffer`] as in a single-agent run.
+//!
+//! One iteration: `n_steps` vector-env steps. At each, the agents to act are grouped by
+//! policy; each learned policy's inference copy gives their actions, values and log-probs in
+//! one batch (heuristics act per agent). Every acting agent opens a row; its rewards add up
+//! in the row until the agent acts again (the row's bootstrap is then the new value, and the
+//! next row follows it), its episode ends (terminated: no bootstrap; truncated: γ·V of the
+//! true final observation, added to the reward as the single-agent collector does), or the
+//! rollout ends (bootstrap from the value of its current observation). An agent waiting for
+//! its turn at the rollout's end keeps its open row for the next one. GAE runs over each
+//! agent's chain of rows; each learned policy's rows become one buffer (one column), and its
+//! learner updates on it.
+//!
+//! Metrics: `charts/episodic_return` (the sum over agents), `agents/<id>/episodic_return`,
+//! `policies/<id>/episodic_return` (the sum over that policy's agents) and each learner's
+//! metrics under `policies/<id>/`.
+
+use crate::agent::{BuildContext, OnPolicyConfig, OnPolicyLearner, RolloutSettings};
+use crate::rollout::{RolloutPolicy, tensor2};
+use rl_core::algorithm::Progress;
+use rl_core::batch::{flatten_batch, host};
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::env::{EnvError, Kwargs};
+use rl_core::logger::Metrics;
+use rl_core::multi_agent::{
+    AgentId, AgentMap, HeuristicPolicy, MultiAgentAlgorithm, MultiAgentEnv, MultiAgentEpisode,
+    MultiAgentEval, MultiAgentVecEnv, PolicyMap, check_heuristic_action,
+};
+use rl_core::{RlError, Rng, Space};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// Builds a multi-agent env from its id and keyword arguments (`rl_envs::make_multi_agent_env`).
+pub type MultiAgentEnvMaker<'a> =
+    &'a dyn Fn(&str, &Kwargs) -> Result<Box<dyn MultiAgentEnv>, EnvError>;
+
+/// Builds a heuristic policy `name` of env `id` (`rl_envs::multi_agent::heuristic`).
+pub type HeuristicMaker<'a> =
+    &'a dyn Fn(&str, &Kwargs, &str) -> Result<Box<dyn HeuristicPolicy>, EnvError>;
+
+/// A policy the run's algorithm learns (or, when not in `policies_to_train`, keeps as
+/// initialized).
+pub struct LearnedPolicy<L> {
+    /// The learner (its policy network acts).
+    pub learner: L,
+    /// Whether it learns.
+    pub train: bool,
+    /// Discount and GAE λ of its config.
+    settings: RolloutSettings,
+    obs_space: Space,
+    act_space: Space,
+}
+
+/// One agent step waiting for its bootstrap, or done.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Row {
+    obs: Vec<f32>,
+    action: Vec<f32>,
+    reward: f32,
+    value: f32,
+    log_prob: f32,
+    episode_start: bool,
+    /// γ·V(final observation) folded into `reward` at a truncation.
+    boot: f32,
+    /// The value GAE bootstraps from after this row (0 at an episode's end).
+    next_value: f32,
+    /// The next row of this agent's chain follows this one.
+    successor: bool,
+}
+
+/// Each agent's rows of one env: the closed chain of this rollout and the open row.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct AgentRows {
+    closed: Vec<Row>,
+    open: Option<Row>,
+    /// The agent's next action starts an episode.
+    starting: bool,
+}
+
+/// The shell's part of a checkpoint's `state.json`, beside each policy's learner entries.
+#[derive(Serialize, Deserialize)]
+struct SavedState {
+    num_timesteps: u64,
+    agent_steps: u64,
+    iterations: u64,
+    total_timesteps: u64,
+    rng_policy: Rng,
+    rng_heuristic: Rng,
+    envs: Vec<Value>,
+    /// Open rows carried to the next rollout (turn-based games) and episode-start flags.
+    rows: Vec<AgentMap<AgentRows>>,
+    heuristics: Vec<AgentMap<Value>>,
+    /// Each learned policy's `state.json` entries (its files are under `policies/<id>/`).
+    policies: BTreeMap<String, Map<String, Value>>,
+}
+
+/// The multi-agent shell around learners of type `L`.
+pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
+    run: RunConfig,
+    map: PolicyMap,
+    envs: MultiAgentVecEnv,
+    learned: BTreeMap<String, LearnedPolicy<L>>,
+    /// Per env, the heuristic acting for each agent mapped to a heuristic policy.
+    heuristics: Vec<AgentMap<Box<dyn HeuristicPolicy>>>,
+    rows: Vec<AgentMap<AgentRows>>,
+    n_steps: usize,
+    rng_policy: Rng,
+    rng_heuristic: Rng,
+    infer: Device,
+    num_timesteps: u64,
+    agent_steps: u64,
+    iterations: u64,
+    total_timesteps: u64,
+}
+
+fn policy_field(id: &str, e: ConfigError) -> ConfigError {
+    ConfigError::new(format!("multi_agent.policies.{id}.{}", e.field), e.message)
+}
+
+impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
+    /// Builds the run: `run.multi_agent` (default: one shared policy) resolved against the env,
+    /// one learner per learned policy with the run's `algo_kwargs` and the policy's overrides,
+    /// heuristics for the frozen ones.
+    pub fn new(
+        run: &RunConfig,
+        make_env: MultiAgentEnvMaker<'_>,
+        make_heuristic: HeuristicMaker<'_>,
+        device: &Device,
+    ) -> Result<Self, RlError> {
+        run.refuse_curiosity("multi-agent runs take no curiosity plugin yet")?;
+        let envs = (0..run.n_envs.max(1))
+            .map(|_| make_env(&run.env_id, &run.env_kwargs))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = &envs[0];
+        let ma = run.multi_agent.clone().unwrap_or_default();
+        let map = ma.resolve(first.as_ref())?;
+        let possible = first.possible_agents().to_vec();
+        let autodiff = device.clone().autodiff();
+        let mut learned = BTreeMap::new();
+        let mut n_steps = None;
+        for (id, spec) in &map.policies {
+            if let Some(path) = &spec.checkpoint {
+                return Err(RlError::Config(ConfigError::new(
+                    format!("multi_agent.policies.{id}.checkpoint"),
+                    format!(
+                        "{}: policies loaded from checkpoints are not supported yet (a heuristic or a policy left out of policies_to_train acts frozen)",
+                        path.display()
+                    ),
+                )));
+            }
+            if spec.heuristic.is_some() {
+                continue;
+            }
+            let mut kw = run.algo_kwargs.clone();
+            kw.extend(spec.algo_kwargs.clone());
+            let cfg = L::Config::from_kwargs(&kw).map_err(|e| policy_field(id, e))?;
+            let settings = cfg.rollout_settings();
+            if settings.sde_sample_freq.is_some() {
+                return Err(RlError::Config(ConfigError::new(
+                    format!("multi_agent.policies.{id}.algo_kwargs.use_sde"),
+                    "gSDE is not supported in multi-agent runs yet",
+                )));
+            }
+            match n_steps {
+                None => n_steps = Some(settings.n_steps),
+                Some(n) if n != settings.n_steps => {
+                    return Err(RlError::Config(ConfigError::new(
+                        format!("multi_agent.policies.{id}.algo_kwargs.n_steps"),
+                        format!(
+                            "every policy collects the same rollout: n_steps {} vs {n}",
+                            settings.n_steps
+                        ),
+                    )));
+                }
+                Some(_) => {}
+            }
+            let agent = map
+                .agents_of(id, &possible)
+                .next()
+                .expect("resolve checked it")
+                .clone();
+            let obs_space = first.observation_space(&agent)?.clone();
+            let act_space = first.action_space(&agent)?.clone();
+            L::check_action_space(&act_space).map_err(|e| {
+                RlError::Config(ConfigError::new(format!("multi_agent.policies.{id}"), e))
+            })?;
+            // Each policy draws its own weights and minibatches: the run seed's stream per id.
+            let mut prun = run.clone();
+            prun.seed = Rng::for_stream(run.seed, &format!("policy/{id}")).next_seed();
+            let policy = L::make_policy(
+                &cfg,
+                &obs_space,
+                &act_space,
+                &mut Rng::for_stream(prun.seed, "init"),
+                &autodiff,
+            )
+            .map_err(|e| {
+                RlError::Config(ConfigError::new(format!("multi_agent.policies.{id}"), e))
+            })?;
+            if policy.state_dim() > 0 {
+                return Err(RlError::Config(ConfigError::new(
+                    format!("multi_agent.policies.{id}"),
+                    "recurrent policies are not supported in multi-agent runs yet",
+                )));
+            }
+            let ctx = BuildContext {
+                device: autodiff.clone(),
+                run: &prun,
+                spaces: (&obs_space, &act_space),
+            };
+            let learner = L::build(cfg, policy, &ctx)?;
+            learned.insert(
+                id.clone(),
+                LearnedPolicy {
+                    learner,
+                    train: map.to_train.contains(id),
+                    settings,
+                    obs_space,
+                    act_space,
+                },
+            );
+        }
+        // The rollout length when every policy is a heuristic: the run's n_steps (or 1).
+        let n_steps = n_steps.unwrap_or(1);
+        let env_id = run.env_id.clone();
+        let env_kwargs = run.env_kwargs.clone();
+        let mh = |name: &str| make_heuristic(&env_id, &env_kwargs, name);
+        // Heuristics are checked now, so a bad name fails before training.
+        let mut heuristics = Vec::new();
+        for _ in 0..envs.len() {
+            let mut per_agent = AgentMap::new();
+            for a in &possible {
+                let id = &map.agent_policy[a];
+                if let Some(name) = &map.policies[id].heuristic {
+                    let h = mh(name).map_err(|e| {
+                        RlError::Config(ConfigError::new(
+                            format!("multi_agent.policies.{id}.heuristic"),
+                            e.to_string(),
+                        ))
+                    })?;
+                    per_agent.insert(a.clone(), h);
+                }
+            }
+            heuristics.push(per_agent);
+        }
+        let n = envs.len();
+        let mut vec_env = MultiAgentVecEnv::new(envs)?;
+        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
+        vec_env.reset(Some(env_seed))?;
+        let rows = (0..n)
+            .map(|_| {
+                possible
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.clone(),
+                            AgentRows {
+                                starting: true,
+                                ..AgentRows::default()
+                            },
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut rng_heuristic = Rng::for_stream(run.seed, "heuristic");
+        for per_agent in &mut heuristics {
+            for h in per_agent.values_mut() {
+                h.reset(&mut rng_heuristic);
+            }
+        }
+        Ok(Self {
+            run: run.clone(),
+            map,
+            envs: vec_env,
+            learned,
+            heuristics,
+            rows,
+            n_steps,
+            rng_policy: Rng::for_stream(run.seed, "policy"),
+            rng_heuristic,
+            infer: device.clone(),
+            num_timesteps: 0,
+            agent_steps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+        })
+    }
+}
+
+/// GAE over one agent's chain of rows (in order): advantages and returns per row.
+fn chain_gae(rows: &[Row], gamma: f32, lambda: f32) -> (Vec<f32>, Vec<f32>) {
+    let mut adv = vec![0.0f32; rows.len()];
+    let mut next = 0.0f32;
+    for (i, r) in rows.iter().enumerate().rev() {
+        let carry = if r.successor { next } else { 0.0 };
+        let delta = r.reward + gamma * r.next_value - r.value;
+        adv[i] = delta + gamma * lambda * carry;
+        next = adv[i];
+    }
+    let ret = adv.iter().zip(rows).map(|(a, r)| a + r.value).collect();
+    (adv, ret)
+}
+
+/// What a policy's inference copy gives for a batch of agents.
+struct Acting {
+    actions: Vec<f32>,
+    values: Vec<f32>,
+    log_probs: Vec<f32>,
+}
+
+fn act_batch(
+    policy: &(impl RolloutPolicy + Module),
+    obs_space: &Space,
+    raw: &[f32],
+    n: usize,
+    device: &Device,
+    rng: &mut Rng,
+    deterministic: bool,
+) -> Acting {
+    let mut flat = Vec::new();
+    flatten_batch(obs_space, raw, &mut flat);
+    let out = policy.step(
+        tensor2(flat, n, obs_space.flat_dim(), device),
+        &mut [],
+        &vec![0.0; n],
+    );
+    let params = host(out.params);
+    let values = host(out.values);
+    let log_std = out.log_std.map(host).unwrap_or_default();
+    let mut actions = Vec::new();
+    let log_probs = policy
+        .dist()
+        .sample(&params, &log_std, rng, deterministic, &mut actions);
+    Acting {
+        actions,
+        values,
+        log_probs,
+    }
+}
+
+fn values_of(
+    policy: &(impl RolloutPolicy + Module),
+    obs_space: &Space,
+    raw: &[f32],
+    n: usize,
+    device: &Device,
+) -> Vec<f32> {
+    let mut flat = Vec::new();
+    flatten_batch(obs_space, raw, &mut flat);
+    policy.values_from(
+        tensor2(flat, n, obs_space.flat_dim(), device),
+        &[],
+        &vec![0.0; n],
+    )
+}
+
+fn flat_obs(space: &Space, raw: &[f32]) -> Vec<f32> {
+    let mut flat = Vec::new();
+    flatten_batch(space, raw, &mut flat);
+    flat
+}
+
+impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
+    /// The resolved policy mapping.
+    pub fn policy_map(&self) -> &PolicyMap {
+        &self.map
+    }
+    /// The learned policies by id.
+    pub fn learned(&self) -> &BTreeMap<String, LearnedPolicy<L>> {
+        &self.learned
+    }
+    /// Env steps so far (vector-env steps × envs, RLlib's `num_env_steps_sampled`).
+    pub fn num_timesteps(&self) -> u64 {
+        self.num_timesteps
+    }
+    /// Agent steps so far (actions taken by all agents).
+    pub fn agent_steps(&self) -> u64 {
+        self.agent_steps
+    }
+    /// The run configuration.
+    pub fn run_config(&self) -> &RunConfig {
+        &self.run
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
+    }
+
+    /// Chooses the actions of every agent to act in every env: learned policies in one batch
+    /// each, heuristics per agent. Returns the env actions and, per learned agent, its row
+    /// data `(value, log_prob, raw action)`.
+    #[allow(clippy::type_complexity)]
+    fn choose(
+        &mut self,
+    ) -> Result<(Vec<AgentMap<Vec<f32>>>, Vec<AgentMap<(f32, f32, Vec<f32>)>>), RlError> {
+        let n = self.envs.num_envs();
+        let mut env_actions = vec![AgentMap::new(); n];
+        let mut learned_rows = vec![AgentMap::new(); n];
+        for (id, lp) in &self.learned {
+            let mut who = Vec::new();
+            let mut raw = Vec::new();
+            for (i, obs) in self.envs.obs().iter().enumerate() {
+                for (a, o) in obs {
+                    if &self.map.agent_policy[a] == id {
+                        who.push((i, a.clone()));
+                        raw.extend_from_slice(o);
+                    }
+                }
+            }
+            if who.is_empty() {
+                continue;
+            }
+            let valid = lp.learner.policy().valid();
+            let out = act_batch(
+                &valid,
+                &lp.obs_space,
+                &raw,
+                who.len(),
+                &self.infer,
+                &mut self.rng_policy,
+                false,
+            );
+            let ad = lp.act_space.raw_dim();
+            for (k, (i, a)) in who.into_iter().enumerate() {
+                let action = out.actions[k * ad..(k + 1) * ad].to_vec();
+                let mut clipped = action.clone();
+                lp.act_space.clip_to_bounds(&mut clipped);
+                env_actions[i].insert(a.clone(), clipped);
+                learned_rows[i].insert(a, (out.values[k], out.log_probs[k], action));
+            }
+        }
+        for (i, obs) in self.envs.obs().iter().enumerate() {
+            for (a, o) in obs {
+                if let Some(h) = self.heuristics[i].get_mut(a) {
+                    let action = h.act(o, &mut self.rng_heuristic);
+                    let space = self.envs.action_space(a)?;
+                    check_heuristic_action(&self.run.env_id, h.name(), space, &action)?;
+                    env_actions[i].insert(a.clone(), action);
+                }
+            }
+        }
+        Ok((env_actions, learned_rows))
+    }
+
+    /// One iteration: a rollout of `n_steps` vector-env steps, then an update of every policy
+    /// that learns. Returns the iteration's metrics.
+    pub fn train(&mut self) -> Result<Metrics, RlError> {
+        let started = Instant::now();
+        let n = self.envs.num_envs();
+        let mut episodes: Vec<MultiAgentEpisode> = Vec::new();
+        for _ in 0..self.n_steps {
+            let (actions, learned_rows) = self.choose()?;
+            for i in 0..n {
+                for (a, (value, log_prob, action)) in &learned_rows[i] {
+                    let lp = &self.learned[&self.map.agent_policy[a]];
+                    let obs = flat_obs(&lp.obs_space, &self.envs.obs()[i][a]);
+                    let slot = self.rows[i].get_mut(a).expect("every agent has rows");
+                    // The previous row of this agent bootstraps from this step's value.
+                    if let Some(mut prev) = slot.open.take() {
+                        prev.next_value = *value;
+                        prev.successor = true;
+                        slot.closed.push(prev);
+                    }
+                    slot.open = Some(Row {
+                        obs,
+                        action: action.clone(),
+                        reward: 0.0,
+                        value: *value,
+                        log_prob: *log_prob,
+                        episode_start: std::mem::take(&mut slot.starting),
+                        boot: 0.0,
+                        next_value: 0.0,
+                        successor: false,
+                    });
+                }
+                self.agent_steps += actions[i].len() as u64;
+            }
+            self.envs.step(&actions)?;
+            self.num_timesteps += n as u64;
+            // Truncated learned agents bootstrap from their true final observations.
+            let mut truncated: BTreeMap<String, Vec<(usize, AgentId)>> = BTreeMap::new();
+            for i in 0..n {
+                let s = self.envs.last(i);
+                for (a, r) in &s.rewards {
+                    if let Some(row) = self.rows[i].get_mut(a).and_then(|x| x.open.as_mut()) {
+                        row.reward += *r as f32;
+                    }
+                }
+                for a in s.obs.keys() {
+                    if !s.done(a) {
+                        continue;
+                    }
+                    let trunc = s.truncations.get(a).copied().unwrap_or(false)
+                        && !s.terminations.get(a).copied().unwrap_or(false);
+                    let id = &self.map.agent_policy[a];
+                    if trunc && self.learned.contains_key(id) && self.rows[i][a].open.is_some() {
+                        truncated
+                            .entry(id.clone())
+                            .or_default()
+                            .push((i, a.clone()));
+                    }
+                }
+            }
+            for (id, who) in truncated {
+                let lp = &self.learned[&id];
+                let raw: Vec<f32> = who
+                    .iter()
+                    .flat_map(|(i, a)| self.envs.last(*i).obs[a].iter().copied())
+                    .collect();
+                let v = values_of(
+                    &lp.learner.policy().valid(),
+                    &lp.obs_space,
+                    &raw,
+                    who.len(),
+                    &self.infer,
+                );
+                let gamma = lp.settings.gamma as f32;
+                for (k, (i, a)) in who.iter().enumerate() {
+                    let row = self.rows[*i]
+                        .get_mut(a)
+                        .and_then(|x| x.open.as_mut())
+                        .expect("checked");
+                    row.boot = gamma * v[k];
+                    row.reward += row.boot;
+                }
+            }
+            // Finished agents close their rows; an env that was reset starts new episodes.
+            for i in 0..n {
+                let s = self.envs.last(i).clone();
+                for a in s.obs.keys() {
+                    if s.done(a)
+                        && let Some(slot) = self.rows[i].get_mut(a)
+                    {
+                        if let Some(row) = slot.open.take() {
+                            slot.closed.push(row);
+                        }
+                        slot.starting = true;
+                    }
+                }
+                if self.envs.ended(i) {
+                    for slot in self.rows[i].values_mut() {
+                        slot.starting = true;
+                    }
+                    for h in self.heuristics[i].values_mut() {
+                        h.reset(&mut self.rng_heuristic);
+                    }
+                }
+            }
+            episodes.extend(self.envs.drain_episodes());
+        }
+        // The rollout ends: agents about to act bootstrap from their current observations.
+        let ids: Vec<String> = self.learned.keys().cloned().collect();
+        for id in &ids {
+            let mut who = Vec::new();
+            let mut raw = Vec::new();
+            for i in 0..n {
+                for (a, o) in &self.envs.obs()[i] {
+                    if &self.map.agent_policy[a] == id && self.rows[i][a].open.is_some() {
+                        who.push((i, a.clone()));
+                        raw.extend_from_slice(o);
+                    }
+                }
+            }
+            if who.is_empty() {
+                continue;
+            }
+            let lp = &self.learned[id];
+            let v = values_of(
+                &lp.learner.policy().valid(),
+                &lp.obs_space,
+                &raw,
+                who.len(),
+                &self.infer,
+            );
+            for (k, (i, a)) in who.into_iter().enumerate() {
+                let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
+                let mut row = slot.open.take().expect("checked");
+                row.next_value = v[k];
+                slot.closed.push(row);
+            }
+        }
+        let rollout_seconds = started.elapsed().as_secs_f64();
+        let mut m = Metrics::new();
+        let progress = self.progress();
+        for id in &ids {
+            let buf = self.policy_buffer(id);
+            let lp = self.learned.get_mut(id).expect("a learned policy");
+            let Some(buf) = buf else { continue };
+            m.insert(format!("policies/{id}/rows"), buf.len() as f64);
+            if !lp.train {
+                continue;
+            }
+            for (k, v) in lp.learner.update(&buf, &progress)? {
+                m.insert(format!("policies/{id}/{k}"), v);
+            }
+        }
+        self.iterations += 1;
+        self.episode_metrics(&episodes, &mut m);
+        let secs = started.elapsed().as_secs_f64();
+        m.insert(
+            "charts/SPS".into(),
+            (self.n_steps * n) as f64 / secs.max(1e-9),
+        );
+        m.insert("charts/agent_steps".into(), self.agent_steps as f64);
+        m.insert("time/rollout_seconds".into(), rollout_seconds);
+        m.insert("time/update_seconds".into(), secs - rollout_seconds);
+        rl_core::algorithm::check_finite(self.num_timesteps, &m)?;
+        Ok(m)
+    }
+
+    /// The closed rows of `id`'s agents as one buffer with advantages and returns (None when
+    /// it has none this rollout); the rows leave their chains.
+    fn policy_buffer(&mut self, id: &str) -> Option<RolloutBuffer> {
+        let lp = &self.learned[id];
+        let (gamma, lambda) = (lp.settings.gamma as f32, lp.settings.gae_lambda as f32);
+        let (od, ad) = (lp.obs_space.flat_dim(), lp.act_space.raw_dim());
+        let mut chains = Vec::new();
+        for env_rows in &mut self.rows {
+            for (a, slot) in env_rows.iter_mut() {
+                if self.map.agent_policy[a] == id && !slot.closed.is_empty() {
+                    chains.push(std::mem::take(&mut slot.closed));
+                }
+            }
+        }
+        let total: usize = chains.iter().map(Vec::len).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut buf = RolloutBuffer::new(total, 1, od, ad);
+        let (mut adv, mut ret) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        for chain in &chains {
+            let (a, r) = chain_gae(chain, gamma, lambda);
+            adv.extend(a);
+            ret.extend(r);
+            for row in chain {
+                buf.add(
+                    &row.obs,
+                    &row.action,
+                    &[row.reward],
+                    &[row.episode_start as u8 as f32],
+                    &[row.value],
+                    &[row.log_prob],
+                );
+                buf.set_last_bootstraps(&[row.boot]);
+            }
+        }
+        buf.advantages = adv;
+        buf.returns = ret;
+        buf.set_last_values(&[0.0], &[1.0]);
+        Some(buf)
+    }
+
+    fn episode_metrics(&self, episodes: &[MultiAgentEpisode], m: &mut Metrics) {
+        if episodes.is_empty() {
+            return;
+        }
+        let k = episodes.len() as f64;
+        let mean = |f: &dyn Fn(&MultiAgentEpisode) -> f64| episodes.iter().map(f).sum::<f64>() / k;
+        m.insert("charts/episodic_return".into(), mean(&|e| e.total_return()));
+        m.insert("charts/episodic_length".into(), mean(&|e| e.len as f64));
+        m.insert("charts/episodes".into(), k);
+        for a in self.envs.possible_agents() {
+            m.insert(
+                format!("agents/{a}/episodic_return"),
+                mean(&|e| e.returns.get(a).copied().unwrap_or(0.0)),
+            );
+        }
+        for id in self.map.policies.keys() {
+            let of = |e: &MultiAgentEpisode| {
+                e.returns
+                    .iter()
+                    .filter(|(a, _)| &self.map.agent_policy[*a] == id)
+                    .map(|(_, r)| r)
+                    .sum::<f64>()
+            };
+            m.insert(format!("policies/{id}/episodic_return"), mean(&of));
+        }
+    }
+
+    /// Actions of policy `id` for raw observations (several rows at once), deterministic:
+    /// the mode. Box actions are clipped to the bounds.
+    pub fn predict(
+        &mut self,
+        id: &str,
+        obs: &[f32],
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        let lp = self.learned.get(id).ok_or_else(|| {
+            RlError::Config(ConfigError::new(
+                "policy",
+                format!(
+                    "{id:?} is not a learned policy; learned: {}",
+                    self.learned.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ))
+        })?;
+        let d = lp.obs_space.raw_dim().max(1);
+        if obs.is_empty() || !obs.len().is_multiple_of(d) {
+            return Err(RlError::Config(ConfigError::new(
+                "observation",
+                format!(
+                    "expected a multiple of {d} values for {}, got {}",
+                    lp.obs_space.describe(),
+                    obs.len()
+                ),
+            )));
+        }
+        let mut out = act_batch(
+            &lp.learner.policy().valid(),
+            &lp.obs_space,
+            obs,
+            obs.len() / d,
+            &self.infer,
+            &mut self.rng_policy,
+            deterministic,
+        );
+        lp.act_space.clip_to_bounds(&mut out.actions);
+        Ok(out.actions)
+    }
+
+    /// Mean returns of `n_episodes` on `env` (episode `e` reset with `seed + e`), learned
+    /// policies acting deterministically (or not), heuristics as in training with their own
+    /// generator.
+    pub fn evaluate(
+        &mut self,
+        env: &mut dyn MultiAgentEnv,
+        n_episodes: usize,
+        deterministic: bool,
+        seed: u64,
+    ) -> Result<MultiAgentEval, RlError> {
+        let possible = env.possible_agents().to_vec();
+        let mut heuristics: AgentMap<Box<dyn HeuristicPolicy>> = self.heuristics[0]
+            .iter()
+            .map(|(a, h)| (a.clone(), h.fresh()))
+            .collect();
+        let mut rng = Rng::for_stream(seed, "evaluate");
+        let mut total = AgentMap::<f64>::new();
+        for e in 0..n_episodes {
+            let (mut obs, _) = env.reset(Some(seed + e as u64), None)?;
+            for h in heuristics.values_mut() {
+                h.reset(&mut rng);
+            }
+            let mut ret = AgentMap::<f64>::new();
+            while !env.episode_over() {
+                let mut actions = AgentMap::new();
+                for a in env.agents_to_act().to_vec() {
+                    let o = obs.get(&a).ok_or_else(|| EnvError::BadOutput {
+                        env: env.id().to_string(),
+                        reason: format!("no observation for agent {a:?}, which is to act"),
+                    })?;
+                    let id = &self.map.agent_policy[&a];
+                    let action = match heuristics.get_mut(&a) {
+                        Some(h) => h.act(o, &mut rng),
+                        None => {
+                            let lp = &self.learned[id];
+                            let mut out = act_batch(
+                                &lp.learner.policy().valid(),
+                                &lp.obs_space,
+                                o,
+                                1,
+                                &self.infer,
+                                &mut rng,
+                                deterministic,
+                            );
+                            lp.act_space.clip_to_bounds(&mut out.actions);
+                            out.actions
+                        }
+                    };
+                    actions.insert(a, action);
+                }
+                let s = env.step(&actions)?;
+                for (a, r) in &s.rewards {
+                    *ret.entry(a.clone()).or_default() += r;
+                }
+                obs = s.obs;
+            }
+            for a in &possible {
+                *total.entry(a.clone()).or_default() += ret.get(a).copied().unwrap_or(0.0);
+            }
+        }
+        let k = n_episodes.max(1) as f64;
+        let per_agent: AgentMap<f64> = total.into_iter().map(|(a, r)| (a, r / k)).collect();
+        let mut per_policy = BTreeMap::new();
+        for (a, r) in &per_agent {
+            *per_policy
+                .entry(self.map.agent_policy[a].clone())
+                .or_insert(0.0) += r;
+        }
+        Ok(MultiAgentEval {
+            mean_return: per_agent.values().sum(),
+            per_agent,
+            per_policy,
+        })
+    }
+}
+
+impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
+    /// Writes a checkpoint: `config.yaml` (the run), each learned policy's learner files
+    /// under `policies/<id>/`, and `state.json` (counters, generators, envs, the rows carried
+    /// to the next rollout, heuristics' memory, each learner's entries).
+    pub fn save(&self, dir: &Path) -> Result<(), RlError> {
+        let mut files: Vec<(String, Vec<u8>)> = vec![(
+            "config.yaml".into(),
+            rl_core::agent::run_yaml(&self.run, self.total_timesteps, &self.run.algo_kwargs)?,
+        )];
+        let mut policies = BTreeMap::new();
+        for (id, lp) in &self.learned {
+            let st = lp.learner.save_state();
+            for (name, bytes) in st.files {
+                files.push((format!("policies/{id}/{name}"), bytes));
+            }
+            policies.insert(id.clone(), st.entries);
+        }
+        let state = SavedState {
+            num_timesteps: self.num_timesteps,
+            agent_steps: self.agent_steps,
+            iterations: self.iterations,
+            total_timesteps: self.total_timesteps,
+            rng_policy: self.rng_policy.clone(),
+            rng_heuristic: self.rng_heuristic.clone(),
+            envs: self.envs.snapshots()?,
+            rows: self.rows.clone(),
+            heuristics: self
+                .heuristics
+                .iter()
+                .map(|m| m.iter().map(|(a, h)| (a.clone(), h.save())).collect())
+                .collect(),
+            policies,
+        };
+        files.push((
+            "state.json".into(),
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        let refs: Vec<(&str, Vec<u8>)> =
+            files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+        write_checkpoint(dir, L::NAME, &refs)?;
+        Ok(())
+    }
+
+    /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
+    /// stopped (`device` replaces the saved one).
+    pub fn load(
+        dir: &Path,
+        make_env: MultiAgentEnvMaker<'_>,
+        make_heuristic: HeuristicMaker<'_>,
+        device: &Device,
+    ) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, L::NAME)?;
+        let mut me = Self::new(&run, make_env, make_heuristic, device)?;
+        let s: SavedState = read_json(&ck, "state.json")?;
+        let bad = |what: String| RlError::Config(ConfigError::new(ck.path_of("state.json"), what));
+        if s.rows.len() != me.rows.len() || s.heuristics.len() != me.heuristics.len() {
+            return Err(bad(format!(
+                "saved for {} envs, the run has {}",
+                s.rows.len(),
+                me.rows.len()
+            )));
+        }
+        for (id, lp) in &mut me.learned {
+            let entries = s
+                .policies
+                .get(id)
+                .ok_or_else(|| bad(format!("no state of policy {id:?}")))?;
+            lp.learner
+                .load_state(&ck.sub(&format!("policies/{id}")), entries)?;
+        }
+        me.envs.restore_snapshots(&s.envs)?;
+        for (mine, saved) in me.heuristics.iter_mut().zip(&s.heuristics) {
+            for (a, h) in mine.iter_mut() {
+                h.load(saved.get(a).unwrap_or(&Value::Null))?;
+            }
+        }
+        me.rows = s.rows;
+        me.num_timesteps = s.num_timesteps;
+        me.agent_steps = s.agent_steps;
+        me.iterations = s.iterations;
+        me.total_timesteps = s.total_timesteps;
+        me.rng_policy = s.rng_policy;
+        me.rng_heuristic = s.rng_heuristic;
+        Ok(me)
+    }
+}
+
+impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+    fn num_timesteps(&self) -> u64 {
+        self.num_timesteps
+    }
+    fn total_timesteps(&self) -> u64 {
+        self.total_timesteps
+    }
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.total_timesteps = total;
+    }
+    fn policy_map(&self) -> &PolicyMap {
+        &self.map
+    }
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        MultiAgentOnPolicy::train(self)
+    }
+    fn predict(
+        &mut self,
+        policy: &str,
+        obs: &[f32],
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        MultiAgentOnPolicy::predict(self, policy, obs, deterministic)
+    }
+    fn evaluate(
+        &mut self,
+        env: &mut dyn MultiAgentEnv,
+        n_episodes: usize,
+        deterministic: bool,
+        seed: u64,
+    ) -> Result<MultiAgentEval, RlError> {
+        MultiAgentOnPolicy::evaluate(self, env, n_episodes, deterministic, seed)
+    }
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        MultiAgentOnPolicy::save(self, dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(reward: f32, value: f32, next_value: f32, successor: bool) -> Row {
+        Row {
+            obs: vec![],
+            action: vec![],
+            reward,
+            value,
+            log_prob: 0.0,
+            episode_start: false,
+            boot: 0.0,
+            next_value,
+            successor,
+        }
+    }
+
+    /// A chain of rows gets the advantages of the single-agent GAE over the same steps.
+    #[test]
+    fn chain_gae_equals_the_single_agent_gae() {
+        let r = [1.0, 0.5, -0.2, 2.0, 0.3];
+        let v = [0.4, 0.1, 0.7, -0.3, 0.9];
+        let (g, l) = (0.98, 0.8);
+        // Rows 0–2: one episode that terminates; rows 3–4: a new one, cut by the rollout's
+        // end with V = 0.6 after it.
+        let rows = vec![
+            row(r[0], v[0], v[1], true),
+            row(r[1], v[1], v[2], true),
+            row(r[2], v[2], 0.0, false),
+            row(r[3], v[3], v[4], true),
+            row(r[4], v[4], 0.6, false),
+        ];
+        let (adv, ret) = chain_gae(&rows, g, l);
+        let (mut a, mut rt) = (vec![0.0; 5], vec![0.0; 5]);
+        let starts = [1.0, 0.0, 0.0, 1.0, 0.0];
+        rl_core::buffers::compute_gae(&r, &v, &starts, &[0.6], &[0.0], g, l, &mut a, &mut rt);
+        for i in 0..5 {
+            assert!(
+                (adv[i] - a[i]).abs() < 1e-6,
+                "row {i}: {} vs {}",
+                adv[i],
+                a[i]
+            );
+            assert!((ret[i] - rt[i]).abs() < 1e-6);
+        }
+        // By hand, the terminal row: δ = r − V.
+        assert!((adv[2] - (r[2] - v[2])).abs() < 1e-7);
+    }
+}
