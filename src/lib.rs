@@ -68,10 +68,96 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
     rl_envs::make_eval_env(&run.env_id, &run.env_kwargs, &run.normalize)
 }
 
+/// Algorithms that train multi-agent runs (a `multi_agent:` table or a multi-agent env id).
+pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c"];
+
+/// Whether `run` is a multi-agent run: it has a `multi_agent:` table or names a registered
+/// multi-agent env ([`rl_envs::multi_agent_ids`]).
+pub fn is_multi_agent(run: &RunConfig) -> bool {
+    run.multi_agent.is_some() || rl_envs::multi_agent_ids().contains(&run.env_id.as_str())
+}
+
+/// An evaluation env of a multi-agent run.
+pub fn make_multi_agent_eval_env(
+    run: &RunConfig,
+) -> Result<Box<dyn rl_core::multi_agent::MultiAgentEnv>, EnvError> {
+    rl_envs::make_multi_agent_env(&run.env_id, &run.env_kwargs)
+}
+
+fn multi_agent_only(run: &RunConfig) -> Result<(), RlError> {
+    if is_multi_agent(run) {
+        return Err(RlError::Config(ConfigError::new(
+            "multi_agent",
+            format!(
+                "{} is a multi-agent run: build it with rl::build_multi_agent (rl train does)",
+                run.env_id
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// Builds a multi-agent run of `run.algorithm` ([`MULTI_AGENT_ALGORITHMS`]): one learner per
+/// learned policy of its `multi_agent:` table.
+pub fn build_multi_agent(
+    run: &RunConfig,
+    device: &Device,
+) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
+    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
+    rl_core::kernels::apply(run.kernels)?;
+    let (env, heuristic) = (
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::heuristic,
+    );
+    match run.algorithm.to_ascii_lowercase().as_str() {
+        "ppo" => Ok(Box::new(MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
+            run, env, heuristic, device,
+        )?)),
+        "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::new(
+            run, env, heuristic, device,
+        )?)),
+        other => Err(RlError::Config(ConfigError::new(
+            "algorithm",
+            format!(
+                "{other:?} does not train multi-agent runs yet; multi-agent algorithms: {}",
+                MULTI_AGENT_ALGORITHMS.join(", ")
+            ),
+        ))),
+    }
+}
+
+/// Loads a multi-agent checkpoint ([`build_multi_agent`]'s runs).
+pub fn load_multi_agent(
+    dir: &Path,
+    device: &Device,
+) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
+    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
+    let ck = read_checkpoint(dir)?;
+    rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
+    let (env, heuristic) = (
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::heuristic,
+    );
+    match ck.algorithm.as_str() {
+        "ppo" => Ok(Box::new(MultiAgentOnPolicy::<rl_ppo::PpoLearner>::load(
+            dir, env, heuristic, device,
+        )?)),
+        "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::load(
+            dir, env, heuristic, device,
+        )?)),
+        other => Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            format!("not a multi-agent checkpoint of a known algorithm ({other:?})"),
+        ))),
+    }
+}
+
 /// Builds the algorithm named by `run.algorithm`.
 ///
 /// Pins flex's kernel level first (`kernels`, else `RL_KERNELS`; see [`rl_core::kernels`]).
+/// A multi-agent run is refused with a pointer to [`build_multi_agent`].
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+    multi_agent_only(run)?;
     rl_core::kernels::apply(run.kernels)?;
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
@@ -126,7 +212,9 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
 /// The run keeps the kernel level it was saved with (or `RL_KERNELS` when that was `auto`).
 pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
     let ck = read_checkpoint(dir)?;
-    rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
+    let run = rl_core::checkpoint::read_run_config(&ck)?;
+    multi_agent_only(&run)?;
+    rl_core::kernels::apply(run.kernels)?;
     match ck.algorithm.as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
             dir,

@@ -209,6 +209,27 @@ fn train_and_report(
     Ok(())
 }
 
+/// [`train_and_report`] for a multi-agent run.
+fn train_multi_agent_and_report(
+    algo: &mut dyn rl::core::multi_agent::MultiAgentAlgorithm,
+    run: &RunConfig,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), RlError> {
+    let mut eval_env = rl::make_multi_agent_eval_env(run)?;
+    let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
+    let summary = rl::core::runner::run_multi_agent_until(
+        algo,
+        run,
+        eval_env.as_mut(),
+        &dir,
+        !quiet,
+        Some(&INTERRUPTED),
+    )?;
+    println!("{}", serde_json::to_string(&summary).expect("serializable"));
+    Ok(())
+}
+
 fn real_main() -> Result<ExitCode, RlError> {
     let cli = Cli::parse();
     match cli.cmd {
@@ -235,8 +256,13 @@ fn real_main() -> Result<ExitCode, RlError> {
                 run.device = d;
             }
             let dev = device_named(&run.device)?;
-            let mut algo = rl::build(&run, &dev)?;
-            train_and_report(algo.as_mut(), &run, out, quiet)?;
+            if rl::is_multi_agent(&run) {
+                let mut algo = rl::build_multi_agent(&run, &dev)?;
+                train_multi_agent_and_report(algo.as_mut(), &run, out, quiet)?;
+            } else {
+                let mut algo = rl::build(&run, &dev)?;
+                train_and_report(algo.as_mut(), &run, out, quiet)?;
+            }
         }
         Cmd::Eval {
             checkpoint,
@@ -247,6 +273,21 @@ fn real_main() -> Result<ExitCode, RlError> {
         } => {
             let run = rl::checkpoint_config(&checkpoint)?;
             let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
+            if rl::is_multi_agent(&run) {
+                let mut algo = rl::load_multi_agent(&checkpoint, &dev)?;
+                let mut env = rl::make_multi_agent_eval_env(&run)?;
+                let r = algo.evaluate(
+                    env.as_mut(),
+                    episodes,
+                    deterministic,
+                    seed.unwrap_or(run.eval_seed()),
+                )?;
+                println!(
+                    "{}",
+                    serde_json::json!({"episodes": episodes, "deterministic": deterministic, "mean_return": r.mean_return, "per_agent": r.per_agent, "per_policy": r.per_policy, "returns": r.episodes.iter().map(|e| e.0).collect::<Vec<_>>()})
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut algo = rl::load(&checkpoint, &dev)?;
             let mut env = rl::make_eval_env(&run)?;
             let r = algo.evaluate(
@@ -272,6 +313,15 @@ fn real_main() -> Result<ExitCode, RlError> {
                 run.device = d;
             }
             let dev = device_named(&run.device)?;
+            if rl::is_multi_agent(&run) {
+                let mut algo = rl::load_multi_agent(&checkpoint, &dev)?;
+                if let Some(t) = total_timesteps {
+                    algo.set_total_timesteps(t);
+                    run.total_timesteps = t;
+                }
+                train_multi_agent_and_report(algo.as_mut(), &run, out, quiet)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut algo = rl::load(&checkpoint, &dev)?;
             if let Some(t) = total_timesteps {
                 algo.set_total_timesteps(t);
@@ -414,6 +464,21 @@ fn real_main() -> Result<ExitCode, RlError> {
                     env.action_space().describe()
                 );
                 // A closed pipe (`rl envs | head`) ends the listing quietly.
+                if writeln!(out, "{line}").is_err() {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            for id in rl::envs::multi_agent_ids() {
+                let env = rl::envs::make_multi_agent_env(id, &Default::default())?;
+                let agents = env.possible_agents();
+                let first = &agents[0];
+                let line = format!(
+                    "{id:32} multi-agent: {} agents ({}), obs {} act {}",
+                    agents.len(),
+                    agents.join(", "),
+                    env.observation_space(first)?.describe(),
+                    env.action_space(first)?.describe()
+                );
                 if writeln!(out, "{line}").is_err() {
                     break;
                 }

@@ -807,6 +807,8 @@ pub struct MultiAgentEval {
     pub per_agent: AgentMap<f64>,
     /// Mean over episodes of the sum over each policy's agents.
     pub per_policy: BTreeMap<String, f64>,
+    /// Each episode's sum over agents and its length in env steps.
+    pub episodes: Vec<(f64, usize)>,
 }
 
 /// A multi-agent run as the CLI and the tests drive it (the multi-agent counterpart of

@@ -66,23 +66,50 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 /// The loss metrics to draw: the preferred ones first, then the rest by name.
+/// The loss part of a metric name: `losses/…`, or a multi-agent policy's
+/// `policies/<id>/losses/…`.
+fn loss_part(name: &str) -> Option<&str> {
+    if name.starts_with("losses/") {
+        return Some(name);
+    }
+    let rest = name.strip_prefix("policies/")?;
+    rest.find("/losses/").map(|i| &rest[i + 1..])
+}
+
 fn loss_names(history: &[(u64, String, f64)]) -> Vec<String> {
     let mut names: Vec<String> = history
         .iter()
-        .filter(|(_, k, v)| k.starts_with("losses/") && v.is_finite())
+        .filter(|(_, k, v)| loss_part(k).is_some() && v.is_finite())
         .map(|(_, k, _)| k.clone())
         .collect();
     names.sort();
     names.dedup();
-    let mut out: Vec<String> = PREFERRED_LOSSES
+    // Preferred losses first (each policy's too), then the rest by name.
+    let rank = |n: &String| {
+        let part = loss_part(n).unwrap_or(n);
+        PREFERRED_LOSSES
+            .iter()
+            .position(|p| *p == part)
+            .unwrap_or(PREFERRED_LOSSES.len())
+    };
+    names.sort_by_key(|n| (rank(n), n.clone()));
+    names.truncate(MAX_LOSS_PANELS);
+    names
+}
+
+/// The ids of a multi-agent run's policies that logged `policies/<id>/episodic_return`.
+fn policy_ids(history: &[(u64, String, f64)]) -> Vec<String> {
+    let mut ids: Vec<String> = history
         .iter()
-        .filter(|p| names.iter().any(|n| n == *p))
-        .map(|p| p.to_string())
+        .filter_map(|(_, k, _)| {
+            k.strip_prefix("policies/")?
+                .strip_suffix("/episodic_return")
+                .map(str::to_string)
+        })
         .collect();
-    let rest: Vec<String> = names.into_iter().filter(|n| !out.contains(n)).collect();
-    out.extend(rest);
-    out.truncate(MAX_LOSS_PANELS);
-    out
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 fn draw_err<E: std::fmt::Display>(e: E) -> String {
@@ -109,7 +136,20 @@ pub fn learning_curve(
         .iter()
         .map(|(s, _, _)| *s as f64)
         .fold(1.0, f64::max);
-    let (y0, y1) = padded_range(train.iter().chain(&eval).map(|p| p.1));
+    let policies: Vec<(String, Series)> = policy_ids(history)
+        .into_iter()
+        .map(|id| {
+            let s = series(history, &format!("policies/{id}/episodic_return"));
+            (id, s)
+        })
+        .collect();
+    let (y0, y1) = padded_range(
+        train
+            .iter()
+            .chain(&eval)
+            .chain(policies.iter().flat_map(|(_, s)| s))
+            .map(|p| p.1),
+    );
     let (w, h) = (1000u32, if losses.is_empty() { 520 } else { 780 });
     let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
@@ -137,7 +177,18 @@ pub fn learning_curve(
             .draw_series(eval.iter().map(|&p| Circle::new(p, 4, red.filled())))
             .map_err(draw_err)?;
     }
-    if !train.is_empty() || !eval.is_empty() {
+    // A multi-agent run: one line per policy (the sum over its agents per episode).
+    for (i, (id, pts)) in policies.iter().enumerate() {
+        let color = Palette99::pick(i + 2).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(draw_err)?
+            .label(format!("policy {id}: mean episodic return per iteration"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+    }
+    if !train.is_empty() || !eval.is_empty() || !policies.is_empty() {
         legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
 
@@ -169,7 +220,12 @@ pub fn learning_curve(
     }
     root.present().map_err(draw_err)?;
     let note = format!(
-        "{title}\nx: env steps 0 .. {x_max}\ny: return {y0:.3} .. {y1:.3}\ntraining: charts/episodic_return (per iteration)\nevaluation: eval/mean_reward (deterministic evaluation)\nloss panels: {}\n",
+        "{title}\nx: env steps 0 .. {x_max}\ny: return {y0:.3} .. {y1:.3}\ntraining: charts/episodic_return (per iteration)\nevaluation: eval/mean_reward (deterministic evaluation)\npolicies: {}\nloss panels: {}\n",
+        policies
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         losses
             .iter()
             .map(|(n, _)| n.as_str())

@@ -5,6 +5,7 @@ use crate::algorithm::{Algorithm, EvalResult, RlError, StopConditions};
 use crate::config::RunConfig;
 use crate::env::Env;
 use crate::logger::{Logger, Metrics};
+use crate::multi_agent::{MultiAgentAlgorithm, MultiAgentEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -71,6 +72,119 @@ pub fn run_training_until(
     show_progress: bool,
     interrupt: Option<&AtomicBool>,
 ) -> Result<RunSummary, RlError> {
+    let mut t = SingleAgent {
+        algo,
+        env: eval_env,
+    };
+    run_trainee_until(&mut t, run, run_dir, show_progress, interrupt)
+}
+
+/// [`run_training_until`] for a multi-agent run, evaluated on `eval_env`: the evaluation
+/// logs `eval/mean_reward` (the sum over agents) and each agent's and policy's mean return
+/// (`eval/agents/<id>/mean_reward`, `eval/policies/<id>/mean_reward`).
+pub fn run_multi_agent_until(
+    algo: &mut dyn MultiAgentAlgorithm,
+    run: &RunConfig,
+    eval_env: &mut dyn MultiAgentEnv,
+    run_dir: &Path,
+    show_progress: bool,
+    interrupt: Option<&AtomicBool>,
+) -> Result<RunSummary, RlError> {
+    let mut t = MultiAgent {
+        algo,
+        env: eval_env,
+    };
+    run_trainee_until(&mut t, run, run_dir, show_progress, interrupt)
+}
+
+/// What the training loop drives: an algorithm and the env it is evaluated on.
+trait Trainee {
+    fn num_timesteps(&self) -> u64;
+    fn total_timesteps(&self) -> u64;
+    fn train(&mut self) -> Result<Metrics, RlError>;
+    fn save(&self, dir: &Path) -> Result<(), RlError>;
+    /// The run's deterministic evaluation and the metrics to log for it.
+    fn evaluate(&mut self, run: &RunConfig) -> Result<(EvalResult, Metrics), RlError>;
+}
+
+struct SingleAgent<'a> {
+    algo: &'a mut dyn Algorithm,
+    env: &'a mut dyn Env,
+}
+
+impl Trainee for SingleAgent<'_> {
+    fn num_timesteps(&self) -> u64 {
+        self.algo.num_timesteps()
+    }
+    fn total_timesteps(&self) -> u64 {
+        self.algo.total_timesteps()
+    }
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        self.algo.train()
+    }
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        self.algo.save(dir)
+    }
+    fn evaluate(&mut self, run: &RunConfig) -> Result<(EvalResult, Metrics), RlError> {
+        let r = self
+            .algo
+            .evaluate(self.env, run.n_eval_episodes, true, run.eval_seed())?;
+        let m = eval_metrics(&r);
+        Ok((r, m))
+    }
+}
+
+struct MultiAgent<'a> {
+    algo: &'a mut dyn MultiAgentAlgorithm,
+    env: &'a mut dyn MultiAgentEnv,
+}
+
+impl Trainee for MultiAgent<'_> {
+    fn num_timesteps(&self) -> u64 {
+        self.algo.num_timesteps()
+    }
+    fn total_timesteps(&self) -> u64 {
+        self.algo.total_timesteps()
+    }
+    fn train(&mut self) -> Result<Metrics, RlError> {
+        self.algo.train()
+    }
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
+        self.algo.save(dir)
+    }
+    fn evaluate(&mut self, run: &RunConfig) -> Result<(EvalResult, Metrics), RlError> {
+        let e = self
+            .algo
+            .evaluate(self.env, run.n_eval_episodes, true, run.eval_seed())?;
+        let r = EvalResult::from_episodes(&e.episodes);
+        let mut m = eval_metrics(&r);
+        for (a, v) in &e.per_agent {
+            m.insert(format!("eval/agents/{a}/mean_reward"), *v);
+        }
+        for (p, v) in &e.per_policy {
+            m.insert(format!("eval/policies/{p}/mean_reward"), *v);
+        }
+        Ok((r, m))
+    }
+}
+
+fn eval_metrics(r: &EvalResult) -> Metrics {
+    let mut m = Metrics::new();
+    m.insert("eval/mean_reward".into(), r.mean_return);
+    m.insert("eval/std_reward".into(), r.std_return);
+    m.insert("eval/mean_ep_length".into(), r.mean_length);
+    // RLlib's name, which users of its offline algorithms look for.
+    m.insert("evaluation/episode_return".into(), r.mean_return);
+    m
+}
+
+fn run_trainee_until(
+    algo: &mut dyn Trainee,
+    run: &RunConfig,
+    run_dir: &Path,
+    show_progress: bool,
+    interrupt: Option<&AtomicBool>,
+) -> Result<RunSummary, RlError> {
     std::fs::create_dir_all(run_dir).map_err(|e| io_err(run_dir, e))?;
     let cfg_path = run_dir.join("config.yaml");
     crate::checkpoint::write_file_atomic(&cfg_path, config_yaml(run)?.as_bytes())?;
@@ -93,17 +207,8 @@ pub fn run_training_until(
         |freq: u64, ts: u64| ts.checked_div(freq).map_or(u64::MAX, |k| (k + 1) * freq);
     let mut next_eval = next_multiple(run.eval_freq, algo.num_timesteps());
     let mut next_ckpt = next_multiple(run.checkpoint_freq, algo.num_timesteps());
-    let evaluate = |algo: &mut dyn Algorithm,
-                    env: &mut dyn Env,
-                    log: &mut Logger|
-     -> Result<EvalResult, RlError> {
-        let r = algo.evaluate(env, run.n_eval_episodes, true, run.eval_seed())?;
-        let mut m = Metrics::new();
-        m.insert("eval/mean_reward".into(), r.mean_return);
-        m.insert("eval/std_reward".into(), r.std_return);
-        m.insert("eval/mean_ep_length".into(), r.mean_length);
-        // RLlib's name, which users of its offline algorithms look for.
-        m.insert("evaluation/episode_return".into(), r.mean_return);
+    let evaluate = |algo: &mut dyn Trainee, log: &mut Logger| -> Result<EvalResult, RlError> {
+        let (r, m) = algo.evaluate(run)?;
         log.log(algo.num_timesteps(), &m)
             .map_err(|e| RlError::Other(e.to_string()))?;
         // Evaluations reach the files at once: `rl tune` reads them while the run goes on.
@@ -157,7 +262,7 @@ pub fn run_training_until(
             while next_eval <= ts {
                 next_eval += run.eval_freq;
             }
-            let r = evaluate(algo, eval_env, &mut log)?;
+            let r = evaluate(algo, &mut log)?;
             if best.is_none_or(|(b, _)| r.mean_return > b) {
                 best = Some((r.mean_return, ts));
             }
@@ -176,7 +281,7 @@ pub fn run_training_until(
         }
     }
     bar.finish_and_clear();
-    let final_eval = evaluate(algo, eval_env, &mut log)?;
+    let final_eval = evaluate(algo, &mut log)?;
     if run.eval_freq > 0 && best.is_none_or(|(b, _)| final_eval.mean_return > b) {
         best = Some((final_eval.mean_return, algo.num_timesteps()));
     }

@@ -750,13 +750,16 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             .collect();
         let mut rng = Rng::for_stream(seed, "evaluate");
         let mut total = AgentMap::<f64>::new();
+        let mut episodes = Vec::new();
         for e in 0..n_episodes {
             let (mut obs, _) = env.reset(Some(seed + e as u64), None)?;
             for h in heuristics.values_mut() {
                 h.reset(&mut rng);
             }
             let mut ret = AgentMap::<f64>::new();
+            let mut len = 0;
             while !env.episode_over() {
+                len += 1;
                 let mut actions = AgentMap::new();
                 for a in env.agents_to_act().to_vec() {
                     let o = obs.get(&a).ok_or_else(|| EnvError::BadOutput {
@@ -792,6 +795,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             for a in &possible {
                 *total.entry(a.clone()).or_default() += ret.get(a).copied().unwrap_or(0.0);
             }
+            episodes.push((ret.values().sum(), len));
         }
         let k = n_episodes.max(1) as f64;
         let per_agent: AgentMap<f64> = total.into_iter().map(|(a, r)| (a, r / k)).collect();
@@ -805,6 +809,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             mean_return: per_agent.values().sum(),
             per_agent,
             per_policy,
+            episodes,
         })
     }
 }
