@@ -533,3 +533,50 @@ fn record_replay_writes_an_off_policy_buffer_for_cql() {
     assert_eq!(j["total_timesteps"], 2560, "{j}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn multi_agent_train_eval_resume() {
+    let d = tmp("multi-agent");
+    let cfg = d.join("ma.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: ppo\nenv_id: MultiAgentCartPole\nenv_kwargs: {num_agents: 2}\ntotal_timesteps: 1024\nn_envs: 4\nseed: 3\neval_freq: 512\nn_eval_episodes: 2\nmulti_agent:\n  policies: {p0: {}, p1: {algo_kwargs: {learning_rate: 1e-3}}}\n  policy_mapping: {\"0\": p0, \"1\": p1}\nalgo_kwargs:\n  n_steps: 64\n  batch_size: 64\n  n_epochs: 2\n",
+    )
+    .unwrap();
+    let run_dir = d.join("run");
+    let j = run_ok(&["train", cfg.to_str().unwrap(), "--quiet", "--out", run_dir.to_str().unwrap()]);
+    assert_eq!(j["total_timesteps"], 1024);
+    let ck = run_dir.join("checkpoint");
+    for f in ["config.yaml", "state.json", "policies/p0/model.safetensors", "policies/p1/optimizer.safetensors"] {
+        assert!(ck.join(f).exists(), "{f} missing");
+    }
+    let progress = std::fs::read_to_string(run_dir.join("progress.csv")).unwrap();
+    for k in ["policies/p0/losses/policy_loss", "agents/1/episodic_return", "eval/policies/p1/mean_reward"] {
+        assert!(progress.contains(k), "{k} not logged");
+    }
+    assert!(run_dir.join("learning_curve.png").exists());
+    let e = run_ok(&["eval", ck.to_str().unwrap(), "--episodes", "2", "--deterministic"]);
+    let per = e["per_agent"].as_object().unwrap();
+    assert_eq!(per.len(), 2);
+    let sum: f64 = per.values().map(|v| v.as_f64().unwrap()).sum();
+    assert!((sum - e["mean_return"].as_f64().unwrap()).abs() < 1e-9, "{e}");
+    let r = run_ok(&[
+        "resume",
+        ck.to_str().unwrap(),
+        "--total-timesteps",
+        "2048",
+        "--quiet",
+        "--out",
+        d.join("resumed").to_str().unwrap(),
+    ]);
+    assert_eq!(r["total_timesteps"], 2048);
+    // A single-agent algorithm that cannot train it says so by name.
+    let out = rl()
+        .args(["train", cfg.to_str().unwrap(), "--quiet", "--set", "algorithm=dqn"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dqn") && err.contains("multi-agent"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

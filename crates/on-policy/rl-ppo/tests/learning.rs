@@ -160,3 +160,60 @@ fn ppo_icm_frozenlake12x12_seed0_within_2m() {
 fn ppo_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
     frozen_lake_12x12(0, false);
 }
+
+/// Multi-agent PPO (`MultiAgentOnPolicy<PpoLearner>`): evaluations every `eval_freq` env steps
+/// until every agent's mean deterministic return reaches `bar` or the budget ends; returns the
+/// step it did and the evaluations (per agent).
+fn multi_agent_until(run: &RunConfig, bar: f64) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
+    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
+    let mut ma = MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
+        run,
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::heuristic,
+        &Device::flex(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut env = rl_envs::make_multi_agent_env(&run.env_id, &run.env_kwargs).unwrap();
+    let mut evals = Vec::new();
+    let mut next = run.eval_freq;
+    while ma.num_timesteps() < run.total_timesteps {
+        ma.train().unwrap();
+        if ma.num_timesteps() >= next {
+            next += run.eval_freq;
+            let e = ma
+                .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
+                .unwrap();
+            let per: Vec<f64> = e.per_agent.values().copied().collect();
+            evals.push((ma.num_timesteps(), per.clone()));
+            if per.iter().all(|&r| r >= bar) {
+                return (Some(ma.num_timesteps()), evals);
+            }
+        }
+    }
+    (None, evals)
+}
+
+/// RLlib's bar: 450 per agent within 400k env steps, 2 agents with their own policies.
+fn multi_agent_cartpole(seed: u64) {
+    let run = config("ppo_multi_agent_cartpole.yaml", &[format!("seed={seed}")]);
+    let (hit, evals) = multi_agent_until(&run, 450.0);
+    println!("PPO MultiAgentCartPole (2 agents, independent) seed {seed} evaluations: {evals:?}");
+    assert!(hit.is_some(), "seed {seed}: no evaluation with ≥ 450 per agent within 400k");
+}
+
+#[test]
+fn ppo_multi_agent_cartpole_seed0_within_400k() {
+    multi_agent_cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_multi_agent_cartpole_seed1_within_400k() {
+    multi_agent_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_multi_agent_cartpole_seed2_within_400k() {
+    multi_agent_cartpole(2);
+}

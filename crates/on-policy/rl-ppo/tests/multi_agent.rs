@@ -1,6 +1,6 @@
-//! Multi-agent PPO (the on-policy family's multi-agent shell around `PpoLearner`): learning on
-//! RLlib's MultiAgentCartPole with one policy per agent, a shared policy, and a frozen
-//! heuristic opponent; bad `multi_agent:` tables are refused by name.
+//! Multi-agent PPO (the on-policy family's multi-agent shell around `PpoLearner`): metrics,
+//! frozen policies, a heuristic opponent, bit-identical resume, and bad `multi_agent:` tables
+//! refused by name. The multi-agent learning tests are in `learning.rs`.
 
 use rl_core::algorithm::Learner;
 use rl_core::burn::tensor::Device;
@@ -23,52 +23,6 @@ fn build(run: &RunConfig) -> Result<MaPpo, rl_core::RlError> {
         &rl_envs::multi_agent::heuristic,
         &Device::flex(),
     )
-}
-
-/// Trains with an evaluation every `eval_freq` env steps until every agent's mean
-/// deterministic return reaches `bar` or the budget ends; returns the step it did and the
-/// evaluations.
-fn train_until(run: &RunConfig, bar: f64) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
-    let mut ma = build(run).unwrap_or_else(|e| panic!("{e}"));
-    let mut env = rl_envs::make_multi_agent_env(&run.env_id, &run.env_kwargs).unwrap();
-    let mut evals = Vec::new();
-    let mut next = run.eval_freq;
-    while ma.num_timesteps() < run.total_timesteps {
-        ma.train().unwrap();
-        if ma.num_timesteps() >= next {
-            next += run.eval_freq;
-            let e = ma
-                .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
-                .unwrap();
-            let per: Vec<f64> = e.per_agent.values().copied().collect();
-            evals.push((ma.num_timesteps(), per.clone()));
-            if per.iter().all(|&r| r >= bar) {
-                return (Some(ma.num_timesteps()), evals);
-            }
-        }
-    }
-    (None, evals)
-}
-
-fn independent(seed: u64) {
-    let run = config("ppo_multi_agent_cartpole.yaml", &[format!("seed={seed}")]);
-    let (hit, evals) = train_until(&run, 450.0);
-    println!("MA PPO MultiAgentCartPole (2 agents, independent) seed {seed}: {evals:?}");
-    assert!(
-        hit.is_some(),
-        "seed {seed}: no evaluation with ≥ 450 per agent within 400k: {evals:?}"
-    );
-}
-
-#[test]
-fn ma_ppo_cartpole_independent_seed0_within_400k() {
-    independent(0);
-}
-
-#[test]
-#[ignore = "long: run by cargo xtask learn"]
-fn ma_ppo_cartpole_independent_seed1_within_400k() {
-    independent(1);
 }
 
 #[test]
