@@ -544,22 +544,46 @@ fn multi_agent_train_eval_resume() {
     )
     .unwrap();
     let run_dir = d.join("run");
-    let j = run_ok(&["train", cfg.to_str().unwrap(), "--quiet", "--out", run_dir.to_str().unwrap()]);
+    let j = run_ok(&[
+        "train",
+        cfg.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
     assert_eq!(j["total_timesteps"], 1024);
     let ck = run_dir.join("checkpoint");
-    for f in ["config.yaml", "state.json", "policies/p0/model.safetensors", "policies/p1/optimizer.safetensors"] {
+    for f in [
+        "config.yaml",
+        "state.json",
+        "policies/p0/model.safetensors",
+        "policies/p1/optimizer.safetensors",
+    ] {
         assert!(ck.join(f).exists(), "{f} missing");
     }
     let progress = std::fs::read_to_string(run_dir.join("progress.csv")).unwrap();
-    for k in ["policies/p0/losses/policy_loss", "agents/1/episodic_return", "eval/policies/p1/mean_reward"] {
+    for k in [
+        "policies/p0/losses/policy_loss",
+        "agents/1/episodic_return",
+        "eval/policies/p1/mean_reward",
+    ] {
         assert!(progress.contains(k), "{k} not logged");
     }
     assert!(run_dir.join("learning_curve.png").exists());
-    let e = run_ok(&["eval", ck.to_str().unwrap(), "--episodes", "2", "--deterministic"]);
+    let e = run_ok(&[
+        "eval",
+        ck.to_str().unwrap(),
+        "--episodes",
+        "2",
+        "--deterministic",
+    ]);
     let per = e["per_agent"].as_object().unwrap();
     assert_eq!(per.len(), 2);
     let sum: f64 = per.values().map(|v| v.as_f64().unwrap()).sum();
-    assert!((sum - e["mean_return"].as_f64().unwrap()).abs() < 1e-9, "{e}");
+    assert!(
+        (sum - e["mean_return"].as_f64().unwrap()).abs() < 1e-9,
+        "{e}"
+    );
     let r = run_ok(&[
         "resume",
         ck.to_str().unwrap(),
@@ -572,7 +596,13 @@ fn multi_agent_train_eval_resume() {
     assert_eq!(r["total_timesteps"], 2048);
     // A single-agent algorithm that cannot train it says so by name.
     let out = rl()
-        .args(["train", cfg.to_str().unwrap(), "--quiet", "--set", "algorithm=dqn"])
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "algorithm=dqn",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

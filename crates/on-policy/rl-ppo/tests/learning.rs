@@ -162,9 +162,12 @@ fn ppo_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
 }
 
 /// Multi-agent PPO (`MultiAgentOnPolicy<PpoLearner>`): evaluations every `eval_freq` env steps
-/// until every agent's mean deterministic return reaches `bar` or the budget ends; returns the
-/// step it did and the evaluations (per agent).
-fn multi_agent_until(run: &RunConfig, bar: f64) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
+/// until `reached` holds for one or the budget ends; returns the step it did and the
+/// evaluations (the team's return, then each agent's).
+fn multi_agent_until(
+    run: &RunConfig,
+    reached: impl Fn(&rl_core::multi_agent::MultiAgentEval) -> bool,
+) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
     use rl_on_policy::multi_agent::MultiAgentOnPolicy;
     let mut ma = MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
         run,
@@ -183,9 +186,10 @@ fn multi_agent_until(run: &RunConfig, bar: f64) -> (Option<u64>, Vec<(u64, Vec<f
             let e = ma
                 .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
                 .unwrap();
-            let per: Vec<f64> = e.per_agent.values().copied().collect();
-            evals.push((ma.num_timesteps(), per.clone()));
-            if per.iter().all(|&r| r >= bar) {
+            let mut row = vec![e.mean_return];
+            row.extend(e.per_agent.values());
+            evals.push((ma.num_timesteps(), row));
+            if reached(&e) {
                 return (Some(ma.num_timesteps()), evals);
             }
         }
@@ -196,9 +200,12 @@ fn multi_agent_until(run: &RunConfig, bar: f64) -> (Option<u64>, Vec<(u64, Vec<f
 /// RLlib's bar: 450 per agent within 400k env steps, 2 agents with their own policies.
 fn multi_agent_cartpole(seed: u64) {
     let run = config("ppo_multi_agent_cartpole.yaml", &[format!("seed={seed}")]);
-    let (hit, evals) = multi_agent_until(&run, 450.0);
+    let (hit, evals) = multi_agent_until(&run, |e| e.per_agent.values().all(|&r| r >= 450.0));
     println!("PPO MultiAgentCartPole (2 agents, independent) seed {seed} evaluations: {evals:?}");
-    assert!(hit.is_some(), "seed {seed}: no evaluation with ≥ 450 per agent within 400k");
+    assert!(
+        hit.is_some(),
+        "seed {seed}: no evaluation with ≥ 450 per agent within 400k"
+    );
 }
 
 #[test]
@@ -216,4 +223,66 @@ fn ppo_multi_agent_cartpole_seed1_within_400k() {
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_multi_agent_cartpole_seed2_within_400k() {
     multi_agent_cartpole(2);
+}
+
+/// The two-step game, independent policies: the team's return ≥ 7 (the safe branch) within 20k
+/// env steps; prints whether the optimum 8 was reached.
+fn two_step_game(seed: u64) {
+    let run = config("ppo_two_step_game.yaml", &[format!("seed={seed}")]);
+    let (hit, evals) = multi_agent_until(&run, |e| e.mean_return >= 7.0);
+    let optimal = evals.iter().any(|(_, r)| r[0] >= 8.0);
+    println!(
+        "PPO TwoStepGame seed {seed}: optimum 8 reached: {optimal}; evaluations (team, agents): {evals:?}"
+    );
+    assert!(hit.is_some(), "seed {seed}: team return < 7 within 20k");
+}
+
+#[test]
+fn ppo_two_step_game_seed0_within_20k() {
+    two_step_game(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_two_step_game_seed1_within_20k() {
+    two_step_game(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_two_step_game_seed2_within_20k() {
+    two_step_game(2);
+}
+
+/// MPE2's simple_spread, one policy shared by the 3 agents: the mean per-agent return ≥ −20
+/// within 2M agent steps (667k env steps); random −27.0, no-op −25.5, a greedy heuristic −15.5.
+fn simple_spread(seed: u64) {
+    let run = config("ppo_simple_spread.yaml", &[format!("seed={seed}")]);
+    let per_agent =
+        |e: &rl_core::multi_agent::MultiAgentEval| e.mean_return / e.per_agent.len() as f64;
+    let (hit, evals) = multi_agent_until(&run, |e| per_agent(e) >= -20.0);
+    println!(
+        "PPO simple_spread_v3 (shared policy) seed {seed} evaluations (team, agents): {evals:?}"
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: mean per-agent return < -20 within 2M agent steps"
+    );
+}
+
+#[test]
+fn ppo_simple_spread_seed0_within_2m_agent_steps() {
+    simple_spread(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_simple_spread_seed1_within_2m_agent_steps() {
+    simple_spread(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_simple_spread_seed2_within_2m_agent_steps() {
+    simple_spread(2);
 }
