@@ -20,18 +20,16 @@
 
 use crate::agent::{BuildContext, OnPolicyConfig, OnPolicyLearner, RolloutSettings};
 use crate::rollout::{RolloutPolicy, tensor2};
-use rl_core::algorithm::Progress;
 use rl_core::batch::{flatten_batch, host};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
-use rl_core::env::{EnvError, Kwargs};
 use rl_core::logger::Metrics;
 use rl_core::multi_agent::{
-    AgentId, AgentMap, HeuristicPolicy, MultiAgentAlgorithm, MultiAgentEnv, MultiAgentEpisode,
-    MultiAgentEval, MultiAgentVecEnv, PolicyMap, check_heuristic_action,
+    AgentId, AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCore, MultiAgentCoreState,
+    MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, PolicyMap,
 };
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
@@ -39,14 +37,6 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
-
-/// Builds a multi-agent env from its id and keyword arguments (`rl_envs::make_multi_agent_env`).
-pub type MultiAgentEnvMaker<'a> =
-    &'a dyn Fn(&str, &Kwargs) -> Result<Box<dyn MultiAgentEnv>, EnvError>;
-
-/// Builds a heuristic policy `name` of env `id` (`rl_envs::multi_agent::heuristic`).
-pub type HeuristicMaker<'a> =
-    &'a dyn Fn(&str, &Kwargs, &str) -> Result<Box<dyn HeuristicPolicy>, EnvError>;
 
 /// A policy the run's algorithm learns (or, when not in `policies_to_train`, keeps as
 /// initialized).
@@ -90,41 +80,42 @@ struct AgentRows {
 /// The shell's part of a checkpoint's `state.json`, beside each policy's learner entries.
 #[derive(Serialize, Deserialize)]
 struct SavedState {
-    num_timesteps: u64,
-    agent_steps: u64,
-    iterations: u64,
-    total_timesteps: u64,
+    core: MultiAgentCoreState,
     rng_policy: Rng,
-    rng_heuristic: Rng,
-    envs: Vec<Value>,
     /// Open rows carried to the next rollout (turn-based games) and episode-start flags.
     rows: Vec<AgentMap<AgentRows>>,
-    heuristics: Vec<AgentMap<Value>>,
     /// Each learned policy's `state.json` entries (its files are under `policies/<id>/`).
     policies: BTreeMap<String, Map<String, Value>>,
 }
 
 /// The multi-agent shell around learners of type `L`.
 pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
-    run: RunConfig,
-    map: PolicyMap,
-    envs: MultiAgentVecEnv,
+    core: MultiAgentCore,
     learned: BTreeMap<String, LearnedPolicy<L>>,
-    /// Per env, the heuristic acting for each agent mapped to a heuristic policy.
-    heuristics: Vec<AgentMap<Box<dyn HeuristicPolicy>>>,
     rows: Vec<AgentMap<AgentRows>>,
     n_steps: usize,
     rng_policy: Rng,
-    rng_heuristic: Rng,
     infer: Device,
-    num_timesteps: u64,
-    agent_steps: u64,
-    iterations: u64,
-    total_timesteps: u64,
 }
 
-fn policy_field(id: &str, e: ConfigError) -> ConfigError {
+/// A learned policy's key path in errors.
+pub fn policy_field(id: &str, e: ConfigError) -> ConfigError {
     ConfigError::new(format!("multi_agent.policies.{id}.{}", e.field), e.message)
+}
+
+/// The run's `algo_kwargs` with policy `id`'s overrides.
+pub fn policy_kwargs(core: &MultiAgentCore, id: &str) -> serde_json::Map<String, Value> {
+    let mut kw = core.run.algo_kwargs.clone();
+    kw.extend(core.map.policies[id].algo_kwargs.clone());
+    kw
+}
+
+/// The run as policy `id`'s learner sees it: its own seed (weights and minibatches drawn from
+/// the run seed's stream `policy/<id>`).
+pub fn policy_run(run: &RunConfig, id: &str) -> RunConfig {
+    let mut prun = run.clone();
+    prun.seed = Rng::for_stream(run.seed, &format!("policy/{id}")).next_seed();
+    prun
 }
 
 impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
@@ -137,66 +128,40 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         make_heuristic: HeuristicMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
-        run.refuse_curiosity("multi-agent runs take no curiosity plugin yet")?;
-        let envs = (0..run.n_envs.max(1))
-            .map(|_| make_env(&run.env_id, &run.env_kwargs))
-            .collect::<Result<Vec<_>, _>>()?;
-        let first = &envs[0];
-        let ma = run.multi_agent.clone().unwrap_or_default();
-        let map = ma.resolve(first.as_ref())?;
-        let possible = first.possible_agents().to_vec();
+        let core = MultiAgentCore::new(run, make_env, make_heuristic)?;
         let autodiff = device.clone().autodiff();
         let mut learned = BTreeMap::new();
         let mut n_steps = None;
-        for (id, spec) in &map.policies {
-            if let Some(path) = &spec.checkpoint {
-                return Err(RlError::Config(ConfigError::new(
-                    format!("multi_agent.policies.{id}.checkpoint"),
-                    format!(
-                        "{}: policies loaded from checkpoints are not supported yet (a heuristic or a policy left out of policies_to_train acts frozen)",
-                        path.display()
-                    ),
-                )));
-            }
-            if spec.heuristic.is_some() {
-                continue;
-            }
-            let mut kw = run.algo_kwargs.clone();
-            kw.extend(spec.algo_kwargs.clone());
-            let cfg = L::Config::from_kwargs(&kw).map_err(|e| policy_field(id, e))?;
+        for id in core.learned_ids() {
+            let cfg = L::Config::from_kwargs(&policy_kwargs(&core, &id))
+                .map_err(|e| policy_field(&id, e))?;
             let settings = cfg.rollout_settings();
+            let field = |k: &str| format!("multi_agent.policies.{id}.{k}");
             if settings.sde_sample_freq.is_some() {
-                return Err(RlError::Config(ConfigError::new(
-                    format!("multi_agent.policies.{id}.algo_kwargs.use_sde"),
+                return Err(ConfigError::new(
+                    field("algo_kwargs.use_sde"),
                     "gSDE is not supported in multi-agent runs yet",
-                )));
+                )
+                .into());
             }
             match n_steps {
                 None => n_steps = Some(settings.n_steps),
                 Some(n) if n != settings.n_steps => {
-                    return Err(RlError::Config(ConfigError::new(
-                        format!("multi_agent.policies.{id}.algo_kwargs.n_steps"),
+                    return Err(ConfigError::new(
+                        field("algo_kwargs.n_steps"),
                         format!(
                             "every policy collects the same rollout: n_steps {} vs {n}",
                             settings.n_steps
                         ),
-                    )));
+                    )
+                    .into());
                 }
                 Some(_) => {}
             }
-            let agent = map
-                .agents_of(id, &possible)
-                .next()
-                .expect("resolve checked it")
-                .clone();
-            let obs_space = first.observation_space(&agent)?.clone();
-            let act_space = first.action_space(&agent)?.clone();
-            L::check_action_space(&act_space).map_err(|e| {
-                RlError::Config(ConfigError::new(format!("multi_agent.policies.{id}"), e))
-            })?;
-            // Each policy draws its own weights and minibatches: the run seed's stream per id.
-            let mut prun = run.clone();
-            prun.seed = Rng::for_stream(run.seed, &format!("policy/{id}")).next_seed();
+            let (obs_space, act_space) = core.spaces_of(&id)?;
+            L::check_action_space(&act_space)
+                .map_err(|e| ConfigError::new(field("algorithm"), e))?;
+            let prun = policy_run(run, &id);
             let policy = L::make_policy(
                 &cfg,
                 &obs_space,
@@ -204,14 +169,13 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 &mut Rng::for_stream(prun.seed, "init"),
                 &autodiff,
             )
-            .map_err(|e| {
-                RlError::Config(ConfigError::new(format!("multi_agent.policies.{id}"), e))
-            })?;
+            .map_err(|e| ConfigError::new(format!("multi_agent.policies.{id}"), e))?;
             if policy.state_dim() > 0 {
-                return Err(RlError::Config(ConfigError::new(
+                return Err(ConfigError::new(
                     format!("multi_agent.policies.{id}"),
                     "recurrent policies are not supported in multi-agent runs yet",
-                )));
+                )
+                .into());
             }
             let ctx = BuildContext {
                 device: autodiff.clone(),
@@ -219,83 +183,57 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 spaces: (&obs_space, &act_space),
             };
             let learner = L::build(cfg, policy, &ctx)?;
+            let train = core.map.to_train.contains(&id);
             learned.insert(
-                id.clone(),
+                id,
                 LearnedPolicy {
                     learner,
-                    train: map.to_train.contains(id),
+                    train,
                     settings,
                     obs_space,
                     act_space,
                 },
             );
         }
-        // The rollout length when every policy is a heuristic: the run's n_steps (or 1).
-        let n_steps = n_steps.unwrap_or(1);
-        let env_id = run.env_id.clone();
-        let env_kwargs = run.env_kwargs.clone();
-        let mh = |name: &str| make_heuristic(&env_id, &env_kwargs, name);
-        // Heuristics are checked now, so a bad name fails before training.
-        let mut heuristics = Vec::new();
-        for _ in 0..envs.len() {
-            let mut per_agent = AgentMap::new();
-            for a in &possible {
-                let id = &map.agent_policy[a];
-                if let Some(name) = &map.policies[id].heuristic {
-                    let h = mh(name).map_err(|e| {
-                        RlError::Config(ConfigError::new(
-                            format!("multi_agent.policies.{id}.heuristic"),
-                            e.to_string(),
-                        ))
-                    })?;
-                    per_agent.insert(a.clone(), h);
-                }
-            }
-            heuristics.push(per_agent);
-        }
-        let n = envs.len();
-        let mut vec_env = MultiAgentVecEnv::new(envs)?;
-        let env_seed = Rng::for_stream(run.seed, "env").next_seed() >> 16;
-        vec_env.reset(Some(env_seed))?;
-        let rows = (0..n)
+        let possible = core.possible();
+        let rows = (0..core.envs.num_envs())
             .map(|_| {
                 possible
                     .iter()
                     .map(|a| {
-                        (
-                            a.clone(),
-                            AgentRows {
-                                starting: true,
-                                ..AgentRows::default()
-                            },
-                        )
+                        let fresh = AgentRows {
+                            starting: true,
+                            ..AgentRows::default()
+                        };
+                        (a.clone(), fresh)
                     })
                     .collect()
             })
             .collect();
-        let mut rng_heuristic = Rng::for_stream(run.seed, "heuristic");
-        for per_agent in &mut heuristics {
-            for h in per_agent.values_mut() {
-                h.reset(&mut rng_heuristic);
-            }
-        }
         Ok(Self {
-            run: run.clone(),
-            map,
-            envs: vec_env,
+            core,
             learned,
-            heuristics,
             rows,
-            n_steps,
+            // The rollout length when every policy is a heuristic: one step.
+            n_steps: n_steps.unwrap_or(1),
             rng_policy: Rng::for_stream(run.seed, "policy"),
-            rng_heuristic,
             infer: device.clone(),
-            num_timesteps: 0,
-            agent_steps: 0,
-            iterations: 0,
-            total_timesteps: run.total_timesteps,
         })
     }
+}
+
+/// Policy `id` of `learned`, or an error naming the learned ones.
+pub fn learned_policy<'a, P>(learned: &'a BTreeMap<String, P>, id: &str) -> Result<&'a P, RlError> {
+    learned.get(id).ok_or_else(|| {
+        ConfigError::new(
+            "policy",
+            format!(
+                "{id:?} is not a learned policy; learned: {}",
+                learned.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .into()
+    })
 }
 
 /// GAE over one agent's chain of rows (in order): advantages and returns per row.
@@ -374,7 +312,7 @@ fn flat_obs(space: &Space, raw: &[f32]) -> Vec<f32> {
 impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     /// The resolved policy mapping.
     pub fn policy_map(&self) -> &PolicyMap {
-        &self.map
+        &self.core.map
     }
     /// The learned policies by id.
     pub fn learned(&self) -> &BTreeMap<String, LearnedPolicy<L>> {
@@ -382,23 +320,15 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     }
     /// Env steps so far (vector-env steps × envs, RLlib's `num_env_steps_sampled`).
     pub fn num_timesteps(&self) -> u64 {
-        self.num_timesteps
+        self.core.num_timesteps
     }
     /// Agent steps so far (actions taken by all agents).
     pub fn agent_steps(&self) -> u64 {
-        self.agent_steps
+        self.core.agent_steps
     }
     /// The run configuration.
     pub fn run_config(&self) -> &RunConfig {
-        &self.run
-    }
-
-    fn progress(&self) -> Progress {
-        Progress {
-            num_timesteps: self.num_timesteps,
-            total_timesteps: self.total_timesteps,
-            iteration: self.iterations,
-        }
+        &self.core.run
     }
 
     /// Chooses the actions of every agent to act in every env: learned policies in one batch
@@ -408,20 +338,11 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     fn choose(
         &mut self,
     ) -> Result<(Vec<AgentMap<Vec<f32>>>, Vec<AgentMap<(f32, f32, Vec<f32>)>>), RlError> {
-        let n = self.envs.num_envs();
+        let n = self.core.envs.num_envs();
         let mut env_actions = vec![AgentMap::new(); n];
         let mut learned_rows = vec![AgentMap::new(); n];
         for (id, lp) in &self.learned {
-            let mut who = Vec::new();
-            let mut raw = Vec::new();
-            for (i, obs) in self.envs.obs().iter().enumerate() {
-                for (a, o) in obs {
-                    if &self.map.agent_policy[a] == id {
-                        who.push((i, a.clone()));
-                        raw.extend_from_slice(o);
-                    }
-                }
-            }
+            let (who, raw) = self.core.to_act(id);
             if who.is_empty() {
                 continue;
             }
@@ -444,16 +365,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 learned_rows[i].insert(a, (out.values[k], out.log_probs[k], action));
             }
         }
-        for (i, obs) in self.envs.obs().iter().enumerate() {
-            for (a, o) in obs {
-                if let Some(h) = self.heuristics[i].get_mut(a) {
-                    let action = h.act(o, &mut self.rng_heuristic);
-                    let space = self.envs.action_space(a)?;
-                    check_heuristic_action(&self.run.env_id, h.name(), space, &action)?;
-                    env_actions[i].insert(a.clone(), action);
-                }
-            }
-        }
+        self.core.heuristic_actions(&mut env_actions)?;
         Ok((env_actions, learned_rows))
     }
 
@@ -461,14 +373,14 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     /// that learns. Returns the iteration's metrics.
     pub fn train(&mut self) -> Result<Metrics, RlError> {
         let started = Instant::now();
-        let n = self.envs.num_envs();
+        let n = self.core.envs.num_envs();
         let mut episodes: Vec<MultiAgentEpisode> = Vec::new();
         for _ in 0..self.n_steps {
             let (actions, learned_rows) = self.choose()?;
-            for i in 0..n {
-                for (a, (value, log_prob, action)) in &learned_rows[i] {
-                    let lp = &self.learned[&self.map.agent_policy[a]];
-                    let obs = flat_obs(&lp.obs_space, &self.envs.obs()[i][a]);
+            for (i, rows) in learned_rows.iter().enumerate() {
+                for (a, (value, log_prob, action)) in rows {
+                    let lp = &self.learned[&self.core.map.agent_policy[a]];
+                    let obs = flat_obs(&lp.obs_space, &self.core.envs.obs()[i][a]);
                     let slot = self.rows[i].get_mut(a).expect("every agent has rows");
                     // The previous row of this agent bootstraps from this step's value.
                     if let Some(mut prev) = slot.open.take() {
@@ -488,97 +400,28 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                         successor: false,
                     });
                 }
-                self.agent_steps += actions[i].len() as u64;
             }
-            self.envs.step(&actions)?;
-            self.num_timesteps += n as u64;
-            // Truncated learned agents bootstrap from their true final observations.
-            let mut truncated: BTreeMap<String, Vec<(usize, AgentId)>> = BTreeMap::new();
-            for i in 0..n {
-                let s = self.envs.last(i);
-                for (a, r) in &s.rewards {
-                    if let Some(row) = self.rows[i].get_mut(a).and_then(|x| x.open.as_mut()) {
-                        row.reward += *r as f32;
-                    }
-                }
-                for a in s.obs.keys() {
-                    if !s.done(a) {
-                        continue;
-                    }
-                    let trunc = s.truncations.get(a).copied().unwrap_or(false)
-                        && !s.terminations.get(a).copied().unwrap_or(false);
-                    let id = &self.map.agent_policy[a];
-                    if trunc && self.learned.contains_key(id) && self.rows[i][a].open.is_some() {
-                        truncated
-                            .entry(id.clone())
-                            .or_default()
-                            .push((i, a.clone()));
-                    }
-                }
-            }
-            for (id, who) in truncated {
-                let lp = &self.learned[&id];
-                let raw: Vec<f32> = who
-                    .iter()
-                    .flat_map(|(i, a)| self.envs.last(*i).obs[a].iter().copied())
-                    .collect();
-                let v = values_of(
-                    &lp.learner.policy().valid(),
-                    &lp.obs_space,
-                    &raw,
-                    who.len(),
-                    &self.infer,
-                );
-                let gamma = lp.settings.gamma as f32;
-                for (k, (i, a)) in who.iter().enumerate() {
-                    let row = self.rows[*i]
-                        .get_mut(a)
-                        .and_then(|x| x.open.as_mut())
-                        .expect("checked");
-                    row.boot = gamma * v[k];
-                    row.reward += row.boot;
-                }
-            }
-            // Finished agents close their rows; an env that was reset starts new episodes.
-            for i in 0..n {
-                let s = self.envs.last(i).clone();
-                for a in s.obs.keys() {
-                    if s.done(a)
-                        && let Some(slot) = self.rows[i].get_mut(a)
-                    {
-                        if let Some(row) = slot.open.take() {
-                            slot.closed.push(row);
-                        }
-                        slot.starting = true;
-                    }
-                }
-                if self.envs.ended(i) {
-                    for slot in self.rows[i].values_mut() {
-                        slot.starting = true;
-                    }
-                    for h in self.heuristics[i].values_mut() {
-                        h.reset(&mut self.rng_heuristic);
-                    }
-                }
-            }
-            episodes.extend(self.envs.drain_episodes());
+            self.core.step(&actions)?;
+            self.after_step(n)?;
+            episodes.extend(self.core.envs.drain_episodes());
         }
         // The rollout ends: agents about to act bootstrap from their current observations.
         let ids: Vec<String> = self.learned.keys().cloned().collect();
         for id in &ids {
-            let mut who = Vec::new();
-            let mut raw = Vec::new();
-            for i in 0..n {
-                for (a, o) in &self.envs.obs()[i] {
-                    if &self.map.agent_policy[a] == id && self.rows[i][a].open.is_some() {
-                        who.push((i, a.clone()));
-                        raw.extend_from_slice(o);
-                    }
-                }
-            }
+            let (who, raw) = self.core.to_act(id);
+            let (who, raw): (Vec<_>, Vec<_>) = {
+                let lp = &self.learned[id];
+                let d = lp.obs_space.raw_dim();
+                who.into_iter()
+                    .enumerate()
+                    .filter(|(_, (i, a))| self.rows[*i][a].open.is_some())
+                    .map(|(k, w)| (w, raw[k * d..(k + 1) * d].to_vec()))
+                    .unzip()
+            };
             if who.is_empty() {
                 continue;
             }
+            let raw: Vec<f32> = raw.concat();
             let lp = &self.learned[id];
             let v = values_of(
                 &lp.learner.policy().valid(),
@@ -596,7 +439,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         }
         let rollout_seconds = started.elapsed().as_secs_f64();
         let mut m = Metrics::new();
-        let progress = self.progress();
+        let progress = self.core.progress();
         for id in &ids {
             let buf = self.policy_buffer(id);
             let lp = self.learned.get_mut(id).expect("a learned policy");
@@ -609,18 +452,79 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 m.insert(format!("policies/{id}/{k}"), v);
             }
         }
-        self.iterations += 1;
-        self.episode_metrics(&episodes, &mut m);
-        let secs = started.elapsed().as_secs_f64();
-        m.insert(
-            "charts/SPS".into(),
-            (self.n_steps * n) as f64 / secs.max(1e-9),
-        );
-        m.insert("charts/agent_steps".into(), self.agent_steps as f64);
-        m.insert("time/rollout_seconds".into(), rollout_seconds);
-        m.insert("time/update_seconds".into(), secs - rollout_seconds);
-        rl_core::algorithm::check_finite(self.num_timesteps, &m)?;
+        let steps = (self.n_steps * n) as u64;
+        self.core
+            .finish(&mut m, &episodes, steps, started, rollout_seconds)?;
         Ok(m)
+    }
+
+    /// After a vector step: rewards into the open rows, truncation bootstraps, rows of
+    /// finished agents closed, episode starts flagged where envs were reset.
+    fn after_step(&mut self, n: usize) -> Result<(), RlError> {
+        // Truncated learned agents bootstrap from their true final observations.
+        let mut truncated: BTreeMap<String, Vec<(usize, AgentId)>> = BTreeMap::new();
+        for i in 0..n {
+            let s = self.core.envs.last(i);
+            for (a, r) in &s.rewards {
+                if let Some(row) = self.rows[i].get_mut(a).and_then(|x| x.open.as_mut()) {
+                    row.reward += *r as f32;
+                }
+            }
+            for a in s.obs.keys() {
+                let trunc = s.truncations.get(a).copied().unwrap_or(false)
+                    && !s.terminations.get(a).copied().unwrap_or(false);
+                let id = &self.core.map.agent_policy[a];
+                if trunc && self.learned.contains_key(id) && self.rows[i][a].open.is_some() {
+                    truncated
+                        .entry(id.clone())
+                        .or_default()
+                        .push((i, a.clone()));
+                }
+            }
+        }
+        for (id, who) in truncated {
+            let lp = &self.learned[&id];
+            let raw: Vec<f32> = who
+                .iter()
+                .flat_map(|(i, a)| self.core.envs.last(*i).obs[a].iter().copied())
+                .collect();
+            let v = values_of(
+                &lp.learner.policy().valid(),
+                &lp.obs_space,
+                &raw,
+                who.len(),
+                &self.infer,
+            );
+            let gamma = lp.settings.gamma as f32;
+            for (k, (i, a)) in who.iter().enumerate() {
+                let row = self.rows[*i]
+                    .get_mut(a)
+                    .and_then(|x| x.open.as_mut())
+                    .expect("checked");
+                row.boot = gamma * v[k];
+                row.reward += row.boot;
+            }
+        }
+        // Finished agents close their rows; an env that was reset starts new episodes.
+        for i in 0..n {
+            let s = self.core.envs.last(i);
+            for a in s.obs.keys() {
+                if s.done(a)
+                    && let Some(slot) = self.rows[i].get_mut(a)
+                {
+                    if let Some(row) = slot.open.take() {
+                        slot.closed.push(row);
+                    }
+                    slot.starting = true;
+                }
+            }
+            if self.core.envs.ended(i) {
+                for slot in self.rows[i].values_mut() {
+                    slot.starting = true;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The closed rows of `id`'s agents as one buffer with advantages and returns (None when
@@ -632,7 +536,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         let mut chains = Vec::new();
         for env_rows in &mut self.rows {
             for (a, slot) in env_rows.iter_mut() {
-                if self.map.agent_policy[a] == id && !slot.closed.is_empty() {
+                if self.core.map.agent_policy[a] == id && !slot.closed.is_empty() {
                     chains.push(std::mem::take(&mut slot.closed));
                 }
             }
@@ -665,33 +569,6 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         Some(buf)
     }
 
-    fn episode_metrics(&self, episodes: &[MultiAgentEpisode], m: &mut Metrics) {
-        if episodes.is_empty() {
-            return;
-        }
-        let k = episodes.len() as f64;
-        let mean = |f: &dyn Fn(&MultiAgentEpisode) -> f64| episodes.iter().map(f).sum::<f64>() / k;
-        m.insert("charts/episodic_return".into(), mean(&|e| e.total_return()));
-        m.insert("charts/episodic_length".into(), mean(&|e| e.len as f64));
-        m.insert("charts/episodes".into(), k);
-        for a in self.envs.possible_agents() {
-            m.insert(
-                format!("agents/{a}/episodic_return"),
-                mean(&|e| e.returns.get(a).copied().unwrap_or(0.0)),
-            );
-        }
-        for id in self.map.policies.keys() {
-            let of = |e: &MultiAgentEpisode| {
-                e.returns
-                    .iter()
-                    .filter(|(a, _)| &self.map.agent_policy[*a] == id)
-                    .map(|(_, r)| r)
-                    .sum::<f64>()
-            };
-            m.insert(format!("policies/{id}/episodic_return"), mean(&of));
-        }
-    }
-
     /// Actions of policy `id` for raw observations (several rows at once), deterministic:
     /// the mode. Box actions are clipped to the bounds.
     pub fn predict(
@@ -700,31 +577,13 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         obs: &[f32],
         deterministic: bool,
     ) -> Result<Vec<f32>, RlError> {
-        let lp = self.learned.get(id).ok_or_else(|| {
-            RlError::Config(ConfigError::new(
-                "policy",
-                format!(
-                    "{id:?} is not a learned policy; learned: {}",
-                    self.learned.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            ))
-        })?;
-        let d = lp.obs_space.raw_dim().max(1);
-        if obs.is_empty() || !obs.len().is_multiple_of(d) {
-            return Err(RlError::Config(ConfigError::new(
-                "observation",
-                format!(
-                    "expected a multiple of {d} values for {}, got {}",
-                    lp.obs_space.describe(),
-                    obs.len()
-                ),
-            )));
-        }
+        let lp = learned_policy(&self.learned, id)?;
+        let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
         let mut out = act_batch(
             &lp.learner.policy().valid(),
             &lp.obs_space,
             obs,
-            obs.len() / d,
+            n,
             &self.infer,
             &mut self.rng_policy,
             deterministic,
@@ -743,86 +602,29 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         deterministic: bool,
         seed: u64,
     ) -> Result<MultiAgentEval, RlError> {
-        let possible = env.possible_agents().to_vec();
-        let mut heuristics: AgentMap<Box<dyn HeuristicPolicy>> = self.heuristics[0]
-            .iter()
-            .map(|(a, h)| (a.clone(), h.fresh()))
-            .collect();
-        let mut rng = Rng::for_stream(seed, "evaluate");
-        let mut total = AgentMap::<f64>::new();
-        let mut episodes = Vec::new();
-        for e in 0..n_episodes {
-            let (mut obs, _) = env.reset(Some(seed + e as u64), None)?;
-            for h in heuristics.values_mut() {
-                h.reset(&mut rng);
-            }
-            let mut ret = AgentMap::<f64>::new();
-            let mut len = 0;
-            while !env.episode_over() {
-                len += 1;
-                let mut actions = AgentMap::new();
-                for a in env.agents_to_act().to_vec() {
-                    let o = obs.get(&a).ok_or_else(|| EnvError::BadOutput {
-                        env: env.id().to_string(),
-                        reason: format!("no observation for agent {a:?}, which is to act"),
-                    })?;
-                    let id = &self.map.agent_policy[&a];
-                    let action = match heuristics.get_mut(&a) {
-                        Some(h) => h.act(o, &mut rng),
-                        None => {
-                            let lp = &self.learned[id];
-                            let mut out = act_batch(
-                                &lp.learner.policy().valid(),
-                                &lp.obs_space,
-                                o,
-                                1,
-                                &self.infer,
-                                &mut rng,
-                                deterministic,
-                            );
-                            lp.act_space.clip_to_bounds(&mut out.actions);
-                            out.actions
-                        }
-                    };
-                    actions.insert(a, action);
-                }
-                let s = env.step(&actions)?;
-                for (a, r) in &s.rewards {
-                    *ret.entry(a.clone()).or_default() += r;
-                }
-                obs = s.obs;
-            }
-            for a in &possible {
-                *total.entry(a.clone()).or_default() += ret.get(a).copied().unwrap_or(0.0);
-            }
-            episodes.push((ret.values().sum(), len));
-        }
-        let k = n_episodes.max(1) as f64;
-        let per_agent: AgentMap<f64> = total.into_iter().map(|(a, r)| (a, r / k)).collect();
-        let mut per_policy = BTreeMap::new();
-        for (a, r) in &per_agent {
-            *per_policy
-                .entry(self.map.agent_policy[a].clone())
-                .or_insert(0.0) += r;
-        }
-        Ok(MultiAgentEval {
-            mean_return: per_agent.values().sum(),
-            per_agent,
-            per_policy,
-            episodes,
+        let (learned, infer) = (&self.learned, &self.infer);
+        self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
+            let lp = &learned[id];
+            let mut out = act_batch(
+                &lp.learner.policy().valid(),
+                &lp.obs_space,
+                obs,
+                1,
+                infer,
+                rng,
+                deterministic,
+            );
+            lp.act_space.clip_to_bounds(&mut out.actions);
+            Ok(out.actions)
         })
     }
-}
 
-impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     /// Writes a checkpoint: `config.yaml` (the run), each learned policy's learner files
     /// under `policies/<id>/`, and `state.json` (counters, generators, envs, the rows carried
     /// to the next rollout, heuristics' memory, each learner's entries).
     pub fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut files: Vec<(String, Vec<u8>)> = vec![(
-            "config.yaml".into(),
-            rl_core::agent::run_yaml(&self.run, self.total_timesteps, &self.run.algo_kwargs)?,
-        )];
+        let mut files: Vec<(String, Vec<u8>)> =
+            vec![("config.yaml".into(), self.core.run_to_save()?)];
         let mut policies = BTreeMap::new();
         for (id, lp) in &self.learned {
             let st = lp.learner.save_state();
@@ -832,19 +634,9 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             policies.insert(id.clone(), st.entries);
         }
         let state = SavedState {
-            num_timesteps: self.num_timesteps,
-            agent_steps: self.agent_steps,
-            iterations: self.iterations,
-            total_timesteps: self.total_timesteps,
+            core: self.core.state()?,
             rng_policy: self.rng_policy.clone(),
-            rng_heuristic: self.rng_heuristic.clone(),
-            envs: self.envs.snapshots()?,
             rows: self.rows.clone(),
-            heuristics: self
-                .heuristics
-                .iter()
-                .map(|m| m.iter().map(|(a, h)| (a.clone(), h.save())).collect())
-                .collect(),
             policies,
         };
         files.push((
@@ -868,35 +660,26 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         let (ck, run) = read_run(dir, L::NAME)?;
         let mut me = Self::new(&run, make_env, make_heuristic, device)?;
         let s: SavedState = read_json(&ck, "state.json")?;
-        let bad = |what: String| RlError::Config(ConfigError::new(ck.path_of("state.json"), what));
-        if s.rows.len() != me.rows.len() || s.heuristics.len() != me.heuristics.len() {
-            return Err(bad(format!(
+        let file = ck.path_of("state.json");
+        if s.rows.len() != me.rows.len() {
+            let m = format!(
                 "saved for {} envs, the run has {}",
                 s.rows.len(),
                 me.rows.len()
-            )));
+            );
+            return Err(ConfigError::new(file, m).into());
         }
         for (id, lp) in &mut me.learned {
             let entries = s
                 .policies
                 .get(id)
-                .ok_or_else(|| bad(format!("no state of policy {id:?}")))?;
+                .ok_or_else(|| ConfigError::new(&file, format!("no state of policy {id:?}")))?;
             lp.learner
                 .load_state(&ck.sub(&format!("policies/{id}")), entries)?;
         }
-        me.envs.restore_snapshots(&s.envs)?;
-        for (mine, saved) in me.heuristics.iter_mut().zip(&s.heuristics) {
-            for (a, h) in mine.iter_mut() {
-                h.load(saved.get(a).unwrap_or(&Value::Null))?;
-            }
-        }
+        me.core.restore(s.core, &file)?;
         me.rows = s.rows;
-        me.num_timesteps = s.num_timesteps;
-        me.agent_steps = s.agent_steps;
-        me.iterations = s.iterations;
-        me.total_timesteps = s.total_timesteps;
         me.rng_policy = s.rng_policy;
-        me.rng_heuristic = s.rng_heuristic;
         Ok(me)
     }
 }
@@ -906,16 +689,16 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         L::NAME
     }
     fn num_timesteps(&self) -> u64 {
-        self.num_timesteps
+        self.core.num_timesteps
     }
     fn total_timesteps(&self) -> u64 {
-        self.total_timesteps
+        self.core.total_timesteps
     }
     fn set_total_timesteps(&mut self, total: u64) {
-        self.total_timesteps = total;
+        self.core.total_timesteps = total;
     }
     fn policy_map(&self) -> &PolicyMap {
-        &self.map
+        &self.core.map
     }
     fn train(&mut self) -> Result<Metrics, RlError> {
         MultiAgentOnPolicy::train(self)

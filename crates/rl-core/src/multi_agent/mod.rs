@@ -13,6 +13,10 @@
 //! [`crate::vec_env::VecEnv`] does for single-agent ones; [`HeuristicPolicy`] is a built-in,
 //! untrained policy (an opponent) an env can offer.
 
+pub mod core;
+
+pub use self::core::{HeuristicMaker, MultiAgentCore, MultiAgentCoreState, MultiAgentEnvMaker};
+
 use crate::env::{Env, EnvError, Info, Kwargs, check_action, snap_field};
 use crate::rng::Rng;
 use crate::spaces::Space;

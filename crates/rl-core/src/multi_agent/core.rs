@@ -1,0 +1,378 @@
+//! What every multi-agent shell shares ([`MultiAgentCore`]): the vector env, the policy map
+//! resolved against it, the heuristics acting for frozen policies, the counters, episode
+//! metrics, evaluation, and their part of a checkpoint. A family's shell adds its learners
+//! and what it keeps per agent (on-policy rows, off-policy transitions).
+
+use super::{
+    AgentId, AgentMap, HeuristicPolicy, MultiAgentEnv, MultiAgentEpisode, MultiAgentEval,
+    MultiAgentVecEnv, PolicyMap, check_heuristic_action,
+};
+use crate::algorithm::{Progress, RlError};
+use crate::config::{ConfigError, RunConfig};
+use crate::env::{EnvError, Kwargs};
+use crate::logger::Metrics;
+use crate::rng::Rng;
+use crate::spaces::Space;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Builds a multi-agent env from its id and keyword arguments (`rl_envs::make_multi_agent_env`).
+pub type MultiAgentEnvMaker<'a> =
+    &'a dyn Fn(&str, &Kwargs) -> Result<Box<dyn MultiAgentEnv>, EnvError>;
+
+/// Builds the heuristic policy `name` of env `id` (`rl_envs::multi_agent::heuristic`).
+pub type HeuristicMaker<'a> =
+    &'a dyn Fn(&str, &Kwargs, &str) -> Result<Box<dyn HeuristicPolicy>, EnvError>;
+
+/// Envs, policy map, heuristics and counters of a multi-agent run.
+pub struct MultiAgentCore {
+    /// The run configuration.
+    pub run: RunConfig,
+    /// Which policy acts for each agent.
+    pub map: PolicyMap,
+    /// The envs.
+    pub envs: MultiAgentVecEnv,
+    /// Per env, the heuristic acting for each agent whose policy is one.
+    pub heuristics: Vec<AgentMap<Box<dyn HeuristicPolicy>>>,
+    /// The heuristics' draws.
+    pub rng_heuristic: Rng,
+    /// Env steps so far (vector-env steps × envs, RLlib's `num_env_steps_sampled`).
+    pub num_timesteps: u64,
+    /// Actions taken by all agents so far.
+    pub agent_steps: u64,
+    /// `train` calls finished.
+    pub iterations: u64,
+    /// The budget the schedules refer to.
+    pub total_timesteps: u64,
+}
+
+/// [`MultiAgentCore`]'s part of a checkpoint's `state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MultiAgentCoreState {
+    num_timesteps: u64,
+    agent_steps: u64,
+    iterations: u64,
+    total_timesteps: u64,
+    rng_heuristic: Rng,
+    envs: Vec<Value>,
+    heuristics: Vec<AgentMap<Value>>,
+}
+
+impl MultiAgentCore {
+    /// `run.n_envs` envs of `run.env_id`, the run's `multi_agent:` table (default: one shared
+    /// policy) resolved against them, a heuristic per agent of a heuristic policy (a bad name
+    /// is an error naming the policy), and the envs reset from the run seed.
+    pub fn new(
+        run: &RunConfig,
+        make_env: MultiAgentEnvMaker<'_>,
+        make_heuristic: HeuristicMaker<'_>,
+    ) -> Result<Self, RlError> {
+        run.refuse_curiosity("multi-agent runs take no curiosity plugin yet")?;
+        let envs = (0..run.n_envs.max(1))
+            .map(|_| make_env(&run.env_id, &run.env_kwargs))
+            .collect::<Result<Vec<_>, _>>()?;
+        let map = run
+            .multi_agent
+            .clone()
+            .unwrap_or_default()
+            .resolve(envs[0].as_ref())?;
+        if let Some((id, spec)) = map.policies.iter().find(|(_, p)| p.checkpoint.is_some()) {
+            return Err(RlError::Config(ConfigError::new(
+                format!("multi_agent.policies.{id}.checkpoint"),
+                format!(
+                    "{}: policies loaded from checkpoints are not supported yet (a heuristic, or a policy left out of policies_to_train, acts frozen)",
+                    spec.checkpoint
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                ),
+            )));
+        }
+        let possible = envs[0].possible_agents().to_vec();
+        let mut rng_heuristic = Rng::for_stream(run.seed, "heuristic");
+        let mut heuristics = Vec::new();
+        for _ in 0..envs.len() {
+            let mut per_agent = AgentMap::new();
+            for a in &possible {
+                let id = &map.agent_policy[a];
+                if let Some(name) = &map.policies[id].heuristic {
+                    let mut h =
+                        make_heuristic(&run.env_id, &run.env_kwargs, name).map_err(|e| {
+                            ConfigError::new(
+                                format!("multi_agent.policies.{id}.heuristic"),
+                                e.to_string(),
+                            )
+                        })?;
+                    h.reset(&mut rng_heuristic);
+                    per_agent.insert(a.clone(), h);
+                }
+            }
+            heuristics.push(per_agent);
+        }
+        let mut vec_env = MultiAgentVecEnv::new(envs)?;
+        vec_env.reset(Some(Rng::for_stream(run.seed, "env").next_seed() >> 16))?;
+        Ok(Self {
+            run: run.clone(),
+            map,
+            envs: vec_env,
+            heuristics,
+            rng_heuristic,
+            num_timesteps: 0,
+            agent_steps: 0,
+            iterations: 0,
+            total_timesteps: run.total_timesteps,
+        })
+    }
+
+    /// Every agent of the env.
+    pub fn possible(&self) -> Vec<AgentId> {
+        self.envs.possible_agents().to_vec()
+    }
+
+    /// The learned (not heuristic) policies, in id order.
+    pub fn learned_ids(&self) -> Vec<String> {
+        self.map
+            .policies
+            .iter()
+            .filter(|(_, p)| p.heuristic.is_none())
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The observation and action spaces of `policy`'s agents.
+    pub fn spaces_of(&self, policy: &str) -> Result<(Space, Space), RlError> {
+        let possible = self.possible();
+        let agent = self
+            .map
+            .agents_of(policy, &possible)
+            .next()
+            .ok_or_else(|| {
+                ConfigError::new(
+                    format!("multi_agent.policies.{policy}"),
+                    "acts for no agent",
+                )
+            })?;
+        Ok((
+            self.envs.observation_space(agent)?.clone(),
+            self.envs.action_space(agent)?.clone(),
+        ))
+    }
+
+    /// The agents of `policy` about to act, as `(env, agent)`, and their raw observations
+    /// one after the other.
+    pub fn to_act(&self, policy: &str) -> (Vec<(usize, AgentId)>, Vec<f32>) {
+        let (mut who, mut raw) = (Vec::new(), Vec::new());
+        for (i, obs) in self.envs.obs().iter().enumerate() {
+            for (a, o) in obs {
+                if self.map.agent_policy[a] == policy {
+                    who.push((i, a.clone()));
+                    raw.extend_from_slice(o);
+                }
+            }
+        }
+        (who, raw)
+    }
+
+    /// The heuristics' actions for their agents about to act, into `actions` (one map per env).
+    pub fn heuristic_actions(&mut self, actions: &mut [AgentMap<Vec<f32>>]) -> Result<(), RlError> {
+        for (i, obs) in self.envs.obs().iter().enumerate() {
+            for (a, o) in obs {
+                if let Some(h) = self.heuristics[i].get_mut(a) {
+                    let action = h.act(o, &mut self.rng_heuristic);
+                    check_heuristic_action(
+                        &self.run.env_id,
+                        h.name(),
+                        self.envs.action_space(a)?,
+                        &action,
+                    )?;
+                    actions[i].insert(a.clone(), action);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps every env with its actions and counts the steps; the heuristics of an env that
+    /// was reset start a new episode.
+    pub fn step(&mut self, actions: &[AgentMap<Vec<f32>>]) -> Result<(), RlError> {
+        self.envs.step(actions)?;
+        self.num_timesteps += actions.len() as u64;
+        self.agent_steps += actions.iter().map(|a| a.len() as u64).sum::<u64>();
+        for i in 0..actions.len() {
+            if self.envs.ended(i) {
+                for h in self.heuristics[i].values_mut() {
+                    h.reset(&mut self.rng_heuristic);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where training stands, as a learner's update receives it.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            num_timesteps: self.num_timesteps,
+            total_timesteps: self.total_timesteps,
+            iteration: self.iterations,
+        }
+    }
+
+    /// Counts the iteration and adds the episode metrics (`charts/episodic_return`: the sum
+    /// over agents; `agents/<id>/episodic_return`; `policies/<id>/episodic_return`: the sum
+    /// over the policy's agents), SPS over `steps` env steps and the time split; checks that
+    /// every metric is finite.
+    pub fn finish(
+        &mut self,
+        m: &mut Metrics,
+        episodes: &[MultiAgentEpisode],
+        steps: u64,
+        started: std::time::Instant,
+        rollout_seconds: f64,
+    ) -> Result<(), RlError> {
+        self.iterations += 1;
+        if !episodes.is_empty() {
+            let k = episodes.len() as f64;
+            let mean =
+                |f: &dyn Fn(&MultiAgentEpisode) -> f64| episodes.iter().map(f).sum::<f64>() / k;
+            m.insert("charts/episodic_return".into(), mean(&|e| e.total_return()));
+            m.insert("charts/episodic_length".into(), mean(&|e| e.len as f64));
+            m.insert("charts/episodes".into(), k);
+            for a in self.envs.possible_agents() {
+                m.insert(
+                    format!("agents/{a}/episodic_return"),
+                    mean(&|e| e.returns.get(a).copied().unwrap_or(0.0)),
+                );
+            }
+            for id in self.map.policies.keys() {
+                let of = |e: &MultiAgentEpisode| {
+                    e.returns
+                        .iter()
+                        .filter(|(a, _)| &self.map.agent_policy[*a] == id)
+                        .map(|(_, r)| r)
+                        .sum::<f64>()
+                };
+                m.insert(format!("policies/{id}/episodic_return"), mean(&of));
+            }
+        }
+        let secs = started.elapsed().as_secs_f64();
+        m.insert("charts/SPS".into(), steps as f64 / secs.max(1e-9));
+        m.insert("charts/agent_steps".into(), self.agent_steps as f64);
+        m.insert("time/rollout_seconds".into(), rollout_seconds);
+        m.insert("time/update_seconds".into(), secs - rollout_seconds);
+        crate::algorithm::check_finite(self.num_timesteps, m)
+    }
+
+    /// Mean returns of `n_episodes` on `env` (episode `e` reset with `seed + e`): `act(policy,
+    /// obs, rng)` gives a learned policy's action, heuristics act as in training (fresh
+    /// copies, their own generator).
+    pub fn evaluate(
+        &self,
+        env: &mut dyn MultiAgentEnv,
+        n_episodes: usize,
+        seed: u64,
+        mut act: impl FnMut(&str, &[f32], &mut Rng) -> Result<Vec<f32>, RlError>,
+    ) -> Result<MultiAgentEval, RlError> {
+        let possible = env.possible_agents().to_vec();
+        let mut heuristics: AgentMap<Box<dyn HeuristicPolicy>> = self.heuristics[0]
+            .iter()
+            .map(|(a, h)| (a.clone(), h.fresh()))
+            .collect();
+        let mut rng = Rng::for_stream(seed, "evaluate");
+        let mut total = AgentMap::<f64>::new();
+        let mut episodes = Vec::new();
+        for e in 0..n_episodes {
+            let (mut obs, _) = env.reset(Some(seed + e as u64), None)?;
+            for h in heuristics.values_mut() {
+                h.reset(&mut rng);
+            }
+            let (mut ret, mut len) = (AgentMap::<f64>::new(), 0);
+            while !env.episode_over() {
+                len += 1;
+                let mut actions = AgentMap::new();
+                for a in env.agents_to_act().to_vec() {
+                    let o = obs.get(&a).ok_or_else(|| EnvError::BadOutput {
+                        env: env.id().to_string(),
+                        reason: format!("no observation for agent {a:?}, which is to act"),
+                    })?;
+                    let action = match heuristics.get_mut(&a) {
+                        Some(h) => h.act(o, &mut rng),
+                        None => act(&self.map.agent_policy[&a], o, &mut rng)?,
+                    };
+                    actions.insert(a, action);
+                }
+                let s = env.step(&actions)?;
+                for (a, r) in &s.rewards {
+                    *ret.entry(a.clone()).or_default() += r;
+                }
+                obs = s.obs;
+            }
+            for a in &possible {
+                *total.entry(a.clone()).or_default() += ret.get(a).copied().unwrap_or(0.0);
+            }
+            episodes.push((ret.values().sum(), len));
+        }
+        let k = n_episodes.max(1) as f64;
+        let per_agent: AgentMap<f64> = total.into_iter().map(|(a, r)| (a, r / k)).collect();
+        let mut per_policy = BTreeMap::new();
+        for (a, r) in &per_agent {
+            *per_policy
+                .entry(self.map.agent_policy[a].clone())
+                .or_insert(0.0) += r;
+        }
+        Ok(MultiAgentEval {
+            mean_return: per_agent.values().sum(),
+            per_agent,
+            per_policy,
+            episodes,
+        })
+    }
+
+    /// The state to save.
+    pub fn state(&self) -> Result<MultiAgentCoreState, RlError> {
+        Ok(MultiAgentCoreState {
+            num_timesteps: self.num_timesteps,
+            agent_steps: self.agent_steps,
+            iterations: self.iterations,
+            total_timesteps: self.total_timesteps,
+            rng_heuristic: self.rng_heuristic.clone(),
+            envs: self.envs.snapshots()?,
+            heuristics: self
+                .heuristics
+                .iter()
+                .map(|m| m.iter().map(|(a, h)| (a.clone(), h.save())).collect())
+                .collect(),
+        })
+    }
+
+    /// Restores a saved state (`file` names the checkpoint file in errors).
+    pub fn restore(&mut self, s: MultiAgentCoreState, file: &str) -> Result<(), RlError> {
+        if s.heuristics.len() != self.heuristics.len() {
+            return Err(RlError::Config(ConfigError::new(
+                file,
+                format!(
+                    "saved for {} envs, the run has {}",
+                    s.heuristics.len(),
+                    self.heuristics.len()
+                ),
+            )));
+        }
+        self.envs.restore_snapshots(&s.envs)?;
+        for (mine, saved) in self.heuristics.iter_mut().zip(&s.heuristics) {
+            for (a, h) in mine.iter_mut() {
+                h.load(saved.get(a).unwrap_or(&Value::Null))?;
+            }
+        }
+        self.num_timesteps = s.num_timesteps;
+        self.agent_steps = s.agent_steps;
+        self.iterations = s.iterations;
+        self.total_timesteps = s.total_timesteps;
+        self.rng_heuristic = s.rng_heuristic;
+        Ok(())
+    }
+
+    /// `config.yaml` of a checkpoint: the run with the budget now.
+    pub fn run_to_save(&self) -> Result<Vec<u8>, RlError> {
+        crate::agent::run_yaml(&self.run, self.total_timesteps, &self.run.algo_kwargs)
+    }
+}
