@@ -24,16 +24,15 @@ use rl_core::batch::{flatten_batch, host};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::checkpoint::{read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::multi_agent::{
-    AgentId, AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCore, MultiAgentCoreState,
+    AgentId, AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
     MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, PolicyMap,
+    learned_policy, policy_field,
 };
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -77,15 +76,12 @@ struct AgentRows {
     starting: bool,
 }
 
-/// The shell's part of a checkpoint's `state.json`, beside each policy's learner entries.
+/// The shell's part of a checkpoint's `state.json` (beside the core's and the learners').
 #[derive(Serialize, Deserialize)]
-struct SavedState {
-    core: MultiAgentCoreState,
+struct ShellState {
     rng_policy: Rng,
     /// Open rows carried to the next rollout (turn-based games) and episode-start flags.
     rows: Vec<AgentMap<AgentRows>>,
-    /// Each learned policy's `state.json` entries (its files are under `policies/<id>/`).
-    policies: BTreeMap<String, Map<String, Value>>,
 }
 
 /// The multi-agent shell around learners of type `L`.
@@ -96,26 +92,6 @@ pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
     n_steps: usize,
     rng_policy: Rng,
     infer: Device,
-}
-
-/// A learned policy's key path in errors.
-pub fn policy_field(id: &str, e: ConfigError) -> ConfigError {
-    ConfigError::new(format!("multi_agent.policies.{id}.{}", e.field), e.message)
-}
-
-/// The run's `algo_kwargs` with policy `id`'s overrides.
-pub fn policy_kwargs(core: &MultiAgentCore, id: &str) -> serde_json::Map<String, Value> {
-    let mut kw = core.run.algo_kwargs.clone();
-    kw.extend(core.map.policies[id].algo_kwargs.clone());
-    kw
-}
-
-/// The run as policy `id`'s learner sees it: its own seed (weights and minibatches drawn from
-/// the run seed's stream `policy/<id>`).
-pub fn policy_run(run: &RunConfig, id: &str) -> RunConfig {
-    let mut prun = run.clone();
-    prun.seed = Rng::for_stream(run.seed, &format!("policy/{id}")).next_seed();
-    prun
 }
 
 impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
@@ -133,7 +109,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         let mut learned = BTreeMap::new();
         let mut n_steps = None;
         for id in core.learned_ids() {
-            let cfg = L::Config::from_kwargs(&policy_kwargs(&core, &id))
+            let cfg = L::Config::from_kwargs(&core.policy_kwargs(&id))
                 .map_err(|e| policy_field(&id, e))?;
             let settings = cfg.rollout_settings();
             let field = |k: &str| format!("multi_agent.policies.{id}.{k}");
@@ -161,7 +137,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             let (obs_space, act_space) = core.spaces_of(&id)?;
             L::check_action_space(&act_space)
                 .map_err(|e| ConfigError::new(field("algorithm"), e))?;
-            let prun = policy_run(run, &id);
+            let prun = core.policy_run(&id);
             let policy = L::make_policy(
                 &cfg,
                 &obs_space,
@@ -220,20 +196,6 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             infer: device.clone(),
         })
     }
-}
-
-/// Policy `id` of `learned`, or an error naming the learned ones.
-pub fn learned_policy<'a, P>(learned: &'a BTreeMap<String, P>, id: &str) -> Result<&'a P, RlError> {
-    learned.get(id).ok_or_else(|| {
-        ConfigError::new(
-            "policy",
-            format!(
-                "{id:?} is not a learned policy; learned: {}",
-                learned.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        )
-        .into()
-    })
 }
 
 /// GAE over one agent's chain of rows (in order): advantages and returns per row.
@@ -620,33 +582,20 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     }
 
     /// Writes a checkpoint: `config.yaml` (the run), each learned policy's learner files
-    /// under `policies/<id>/`, and `state.json` (counters, generators, envs, the rows carried
-    /// to the next rollout, heuristics' memory, each learner's entries).
+    /// under `policies/<id>/`, and `state.json` (counters, generators, envs, heuristics'
+    /// memory, the rows carried to the next rollout, each learner's entries).
     pub fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let mut files: Vec<(String, Vec<u8>)> =
-            vec![("config.yaml".into(), self.core.run_to_save()?)];
-        let mut policies = BTreeMap::new();
-        for (id, lp) in &self.learned {
-            let st = lp.learner.save_state();
-            for (name, bytes) in st.files {
-                files.push((format!("policies/{id}/{name}"), bytes));
-            }
-            policies.insert(id.clone(), st.entries);
-        }
-        let state = SavedState {
-            core: self.core.state()?,
+        let policies = self
+            .learned
+            .iter()
+            .map(|(id, lp)| (id.clone(), lp.learner.save_state()))
+            .collect();
+        let shell = ShellState {
             rng_policy: self.rng_policy.clone(),
             rows: self.rows.clone(),
-            policies,
         };
-        files.push((
-            "state.json".into(),
-            serde_json::to_vec_pretty(&state).expect("serializable"),
-        ));
-        let refs: Vec<(&str, Vec<u8>)> =
-            files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-        write_checkpoint(dir, L::NAME, &refs)?;
-        Ok(())
+        let shell = serde_json::to_value(shell).expect("serializable");
+        self.core.save_checkpoint(dir, L::NAME, policies, shell)
     }
 
     /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
@@ -657,29 +606,24 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         make_heuristic: HeuristicMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, L::NAME)?;
-        let mut me = Self::new(&run, make_env, make_heuristic, device)?;
-        let s: SavedState = read_json(&ck, "state.json")?;
-        let file = ck.path_of("state.json");
-        if s.rows.len() != me.rows.len() {
+        let saved = MultiAgentCheckpoint::read(dir, L::NAME)?;
+        let mut me = Self::new(&saved.run, make_env, make_heuristic, device)?;
+        let shell: ShellState = saved.shell()?;
+        if shell.rows.len() != me.rows.len() {
             let m = format!(
                 "saved for {} envs, the run has {}",
-                s.rows.len(),
+                shell.rows.len(),
                 me.rows.len()
             );
-            return Err(ConfigError::new(file, m).into());
+            return Err(ConfigError::new(saved.ck.path_of("state.json"), m).into());
         }
         for (id, lp) in &mut me.learned {
-            let entries = s
-                .policies
-                .get(id)
-                .ok_or_else(|| ConfigError::new(&file, format!("no state of policy {id:?}")))?;
-            lp.learner
-                .load_state(&ck.sub(&format!("policies/{id}")), entries)?;
+            let (ck, entries) = saved.policy(id)?;
+            lp.learner.load_state(&ck, entries)?;
         }
-        me.core.restore(s.core, &file)?;
-        me.rows = s.rows;
-        me.rng_policy = s.rng_policy;
+        saved.restore_core(&mut me.core)?;
+        me.rows = shell.rows;
+        me.rng_policy = shell.rng_policy;
         Ok(me)
     }
 }

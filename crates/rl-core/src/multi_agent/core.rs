@@ -7,14 +7,15 @@ use super::{
     AgentId, AgentMap, HeuristicPolicy, MultiAgentEnv, MultiAgentEpisode, MultiAgentEval,
     MultiAgentVecEnv, PolicyMap, check_heuristic_action,
 };
-use crate::algorithm::{Progress, RlError};
+use crate::algorithm::{LearnerState, Progress, RlError};
+use crate::checkpoint::{Checkpoint, read_json, read_run, write_checkpoint};
 use crate::config::{ConfigError, RunConfig};
 use crate::env::{EnvError, Kwargs};
 use crate::logger::Metrics;
 use crate::rng::Rng;
 use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Builds a multi-agent env from its id and keyword arguments (`rl_envs::make_multi_agent_env`).
@@ -371,8 +372,131 @@ impl MultiAgentCore {
         Ok(())
     }
 
-    /// `config.yaml` of a checkpoint: the run with the budget now.
-    pub fn run_to_save(&self) -> Result<Vec<u8>, RlError> {
-        crate::agent::run_yaml(&self.run, self.total_timesteps, &self.run.algo_kwargs)
+    /// The run's `algo_kwargs` with policy `id`'s overrides.
+    pub fn policy_kwargs(&self, id: &str) -> Map<String, Value> {
+        let mut kw = self.run.algo_kwargs.clone();
+        if let Some(p) = self.map.policies.get(id) {
+            kw.extend(p.algo_kwargs.clone());
+        }
+        kw
     }
+
+    /// The run as policy `id`'s learner sees it: its own seed (its weights, minibatches and
+    /// replay draws come from the run seed's stream `policy/<id>`).
+    pub fn policy_run(&self, id: &str) -> RunConfig {
+        let mut prun = self.run.clone();
+        prun.seed = Rng::for_stream(self.run.seed, &format!("policy/{id}")).next_seed();
+        prun
+    }
+
+    /// Writes a checkpoint of algorithm `algorithm`: `config.yaml` (the run with the budget
+    /// now), each learned policy's files under `policies/<id>/`, and `state.json` with this
+    /// core's state, each policy's entries and the shell's own `shell` part.
+    pub fn save_checkpoint(
+        &self,
+        dir: &std::path::Path,
+        algorithm: &str,
+        policies: Vec<(String, LearnerState)>,
+        shell: Value,
+    ) -> Result<(), RlError> {
+        let yaml = crate::agent::run_yaml(&self.run, self.total_timesteps, &self.run.algo_kwargs)?;
+        let mut files: Vec<(String, Vec<u8>)> = vec![("config.yaml".into(), yaml)];
+        let mut entries = BTreeMap::new();
+        for (id, st) in policies {
+            for (name, bytes) in st.files {
+                files.push((format!("policies/{id}/{name}"), bytes));
+            }
+            entries.insert(id, st.entries);
+        }
+        let state = SavedMultiAgent {
+            core: self.state()?,
+            policies: entries,
+            shell,
+        };
+        files.push((
+            "state.json".into(),
+            serde_json::to_vec_pretty(&state).expect("serializable"),
+        ));
+        let refs: Vec<(&str, Vec<u8>)> =
+            files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+        write_checkpoint(dir, algorithm, &refs)?;
+        Ok(())
+    }
+}
+
+/// A multi-agent checkpoint's `state.json`.
+#[derive(Serialize, Deserialize)]
+struct SavedMultiAgent {
+    core: MultiAgentCoreState,
+    policies: BTreeMap<String, Map<String, Value>>,
+    shell: Value,
+}
+
+/// A multi-agent checkpoint read back ([`MultiAgentCore::save_checkpoint`]'s).
+pub struct MultiAgentCheckpoint {
+    /// The checkpoint.
+    pub ck: Checkpoint,
+    /// The run it was saved from.
+    pub run: RunConfig,
+    core: MultiAgentCoreState,
+    policies: BTreeMap<String, Map<String, Value>>,
+    /// The shell's own part of `state.json`.
+    pub shell: Value,
+}
+
+impl MultiAgentCheckpoint {
+    /// Reads checkpoint `dir`, which `algorithm` must have written.
+    pub fn read(dir: &std::path::Path, algorithm: &str) -> Result<Self, RlError> {
+        let (ck, run) = read_run(dir, algorithm)?;
+        let s: SavedMultiAgent = read_json(&ck, "state.json")?;
+        Ok(Self {
+            ck,
+            run,
+            core: s.core,
+            policies: s.policies,
+            shell: s.shell,
+        })
+    }
+
+    /// Policy `id`'s files (as a checkpoint of their own) and `state.json` entries.
+    pub fn policy(&self, id: &str) -> Result<(Checkpoint, &Map<String, Value>), RlError> {
+        let entries = self.policies.get(id).ok_or_else(|| {
+            ConfigError::new(
+                self.ck.path_of("state.json"),
+                format!("no state of policy {id:?}"),
+            )
+        })?;
+        Ok((self.ck.sub(&format!("policies/{id}")), entries))
+    }
+
+    /// Restores `core` (a fresh one built from [`run`](Self::run)) to the saved state.
+    pub fn restore_core(&self, core: &mut MultiAgentCore) -> Result<(), RlError> {
+        core.restore(self.core.clone(), &self.ck.path_of("state.json"))
+    }
+
+    /// The shell's part, parsed; errors name the file.
+    pub fn shell<T: serde::de::DeserializeOwned>(&self) -> Result<T, RlError> {
+        serde_json::from_value(self.shell.clone()).map_err(|e| {
+            ConfigError::new(self.ck.path_of("state.json"), format!("shell: {e}")).into()
+        })
+    }
+}
+
+/// A learned policy's key path in errors (`multi_agent.policies.<id>.<field>`).
+pub fn policy_field(id: &str, e: ConfigError) -> ConfigError {
+    ConfigError::new(format!("multi_agent.policies.{id}.{}", e.field), e.message)
+}
+
+/// Policy `id` of `learned`, or an error naming the learned ones.
+pub fn learned_policy<'a, P>(learned: &'a BTreeMap<String, P>, id: &str) -> Result<&'a P, RlError> {
+    learned.get(id).ok_or_else(|| {
+        ConfigError::new(
+            "policy",
+            format!(
+                "{id:?} is not a learned policy; learned: {}",
+                learned.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .into()
+    })
 }

@@ -15,7 +15,10 @@
 
 pub mod core;
 
-pub use self::core::{HeuristicMaker, MultiAgentCore, MultiAgentCoreState, MultiAgentEnvMaker};
+pub use self::core::{
+    HeuristicMaker, MultiAgentCheckpoint, MultiAgentCore, MultiAgentCoreState, MultiAgentEnvMaker,
+    learned_policy, policy_field,
+};
 
 use crate::env::{Env, EnvError, Info, Kwargs, check_action, snap_field};
 use crate::rng::Rng;
