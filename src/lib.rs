@@ -69,7 +69,7 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 }
 
 /// Algorithms that train multi-agent runs (a `multi_agent:` table or a multi-agent env id).
-pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c"];
+pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c", "dqn", "sac"];
 
 /// Whether `run` is a multi-agent run: it has a `multi_agent:` table or names a registered
 /// multi-agent env ([`rl_envs::multi_agent_ids`]).
@@ -103,6 +103,7 @@ pub fn build_multi_agent(
     run: &RunConfig,
     device: &Device,
 ) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
+    use rl_off_policy::multi_agent::MultiAgentOffPolicy;
     use rl_on_policy::multi_agent::MultiAgentOnPolicy;
     rl_core::kernels::apply(run.kernels)?;
     let (env, heuristic) = (
@@ -114,6 +115,12 @@ pub fn build_multi_agent(
             run, env, heuristic, device,
         )?)),
         "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::new(
+            run, env, heuristic, device,
+        )?)),
+        "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::new(
+            run, env, heuristic, device,
+        )?)),
+        "sac" => Ok(Box::new(MultiAgentOffPolicy::<rl_sac::SacLearner>::new(
             run, env, heuristic, device,
         )?)),
         other => Err(RlError::Config(ConfigError::new(
@@ -131,6 +138,7 @@ pub fn load_multi_agent(
     dir: &Path,
     device: &Device,
 ) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
+    use rl_off_policy::multi_agent::MultiAgentOffPolicy;
     use rl_on_policy::multi_agent::MultiAgentOnPolicy;
     let ck = read_checkpoint(dir)?;
     rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
@@ -143,6 +151,12 @@ pub fn load_multi_agent(
             dir, env, heuristic, device,
         )?)),
         "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::load(
+            dir, env, heuristic, device,
+        )?)),
+        "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::load(
+            dir, env, heuristic, device,
+        )?)),
+        "sac" => Ok(Box::new(MultiAgentOffPolicy::<rl_sac::SacLearner>::load(
             dir, env, heuristic, device,
         )?)),
         other => Err(RlError::Config(ConfigError::new(

@@ -267,3 +267,68 @@ macro_rules! action_space_tests {
         }
     };
 }
+
+/// A multi-agent run trained with an evaluation (deterministic, `run.n_eval_episodes` on a
+/// separately seeded env) every `run.eval_freq` env steps, until `reached` holds for one or
+/// the budget ends: the step it did, and each evaluation's team return and per-agent returns.
+#[allow(clippy::type_complexity)]
+pub fn multi_agent_first_reaching(
+    algo: &mut dyn rl_core::multi_agent::MultiAgentAlgorithm,
+    run: &RunConfig,
+    reached: impl Fn(&rl_core::multi_agent::MultiAgentEval) -> bool,
+) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
+    let mut env =
+        crate::make_multi_agent_env(&run.env_id, &run.env_kwargs).unwrap_or_else(|e| panic!("{e}"));
+    let mut evals = Vec::new();
+    let mut next = run.eval_freq;
+    while algo.num_timesteps() < run.total_timesteps {
+        algo.train().unwrap_or_else(|e| panic!("{e}"));
+        if algo.num_timesteps() >= next {
+            while next <= algo.num_timesteps() {
+                next += run.eval_freq;
+            }
+            let e = algo
+                .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut row = vec![e.mean_return];
+            row.extend(e.per_agent.values());
+            evals.push((algo.num_timesteps(), row));
+            if reached(&e) {
+                return (Some(algo.num_timesteps()), evals);
+            }
+        }
+    }
+    (None, evals)
+}
+
+/// [`assert_resumes_bit_identically`] for multi-agent runs: `n` iterations, save, `load`, `m`
+/// more equal `n + m` uninterrupted ones (metrics but wall-clock ones, and `weights`).
+pub fn assert_multi_agent_resumes<A: rl_core::multi_agent::MultiAgentAlgorithm>(
+    (n, m): (usize, usize),
+    new: impl Fn() -> A,
+    load: impl Fn(&std::path::Path) -> A,
+    weights: impl Fn(&A) -> Vec<Vec<u8>>,
+    tag: &str,
+) {
+    let mut a = new();
+    let metrics_a: Vec<_> = (0..n + m)
+        .map(|_| comparable_metrics(&a.train().unwrap_or_else(|e| panic!("{e}"))))
+        .collect();
+    let mut b = new();
+    let mut metrics_b: Vec<_> = (0..n)
+        .map(|_| comparable_metrics(&b.train().unwrap_or_else(|e| panic!("{e}"))))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("rl-ma-resume-{}-{tag}", std::process::id()));
+    b.save(&dir).unwrap_or_else(|e| panic!("{e}"));
+    drop(b);
+    let mut c = load(&dir);
+    metrics_b
+        .extend((0..m).map(|_| comparable_metrics(&c.train().unwrap_or_else(|e| panic!("{e}")))));
+    assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
+    assert_eq!(
+        weights(&a),
+        weights(&c),
+        "{tag}: weights differ after resume"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

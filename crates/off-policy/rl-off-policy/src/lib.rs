@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod multi_agent;
 pub use agent::{
     ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
     random_actions,

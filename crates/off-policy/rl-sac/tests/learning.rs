@@ -66,3 +66,42 @@ fn discrete_sac_cartpole_seed1_within_100k() {
 fn discrete_sac_cartpole_seed2_within_100k() {
     discrete_cartpole(2);
 }
+
+/// Independent SAC on RLlib's MultiAgentPendulum (2 agents, an actor, critics and replay
+/// each): −250 per agent within 50k env steps. Twice a single SAC's updates: `cargo xtask learn`.
+fn multi_agent_pendulum(seed: u64) {
+    let run = testing::example_config(
+        env!("CARGO_MANIFEST_DIR"),
+        "sac_multi_agent_pendulum.yaml",
+        &[format!("seed={seed}")],
+    );
+    let mut ma = rl_off_policy::multi_agent::MultiAgentOffPolicy::<rl_sac::SacLearner>::new(
+        &run,
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::heuristic,
+        &Device::flex(),
+    )
+    .unwrap();
+    let (hit, evals) = testing::multi_agent_first_reaching(&mut ma, &run, |e| {
+        e.per_agent.values().all(|&r| r >= -250.0)
+    });
+    println!(
+        "SAC MultiAgentPendulum (2 agents, independent) seed {seed} evaluations (team, agents): {evals:?}"
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: no evaluation with ≥ −250 per agent within 50k"
+    );
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn sac_multi_agent_pendulum_seed0_within_50k() {
+    multi_agent_pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn sac_multi_agent_pendulum_seed1_within_50k() {
+    multi_agent_pendulum(1);
+}

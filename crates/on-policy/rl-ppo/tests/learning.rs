@@ -161,40 +161,19 @@ fn ppo_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
     frozen_lake_12x12(0, false);
 }
 
-/// Multi-agent PPO (`MultiAgentOnPolicy<PpoLearner>`): evaluations every `eval_freq` env steps
-/// until `reached` holds for one or the budget ends; returns the step it did and the
-/// evaluations (the team's return, then each agent's).
+/// Multi-agent PPO (`MultiAgentOnPolicy<PpoLearner>`) until an evaluation satisfies `reached`.
 fn multi_agent_until(
     run: &RunConfig,
     reached: impl Fn(&rl_core::multi_agent::MultiAgentEval) -> bool,
 ) -> (Option<u64>, Vec<(u64, Vec<f64>)>) {
-    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
-    let mut ma = MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
+    let mut ma = rl_on_policy::multi_agent::MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
         run,
         &rl_envs::make_multi_agent_env,
         &rl_envs::multi_agent::heuristic,
         &Device::flex(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut env = rl_envs::make_multi_agent_env(&run.env_id, &run.env_kwargs).unwrap();
-    let mut evals = Vec::new();
-    let mut next = run.eval_freq;
-    while ma.num_timesteps() < run.total_timesteps {
-        ma.train().unwrap();
-        if ma.num_timesteps() >= next {
-            next += run.eval_freq;
-            let e = ma
-                .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
-                .unwrap();
-            let mut row = vec![e.mean_return];
-            row.extend(e.per_agent.values());
-            evals.push((ma.num_timesteps(), row));
-            if reached(&e) {
-                return (Some(ma.num_timesteps()), evals);
-            }
-        }
-    }
-    (None, evals)
+    testing::multi_agent_first_reaching(&mut ma, run, reached)
 }
 
 /// RLlib's bar: 450 per agent within 400k env steps, 2 agents with their own policies.

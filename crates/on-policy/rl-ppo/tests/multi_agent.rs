@@ -145,37 +145,20 @@ fn a_learned_policy_plays_a_heuristic_opponent() {
 fn assert_resumes(run: &RunConfig, (n, m): (usize, usize), tag: &str) {
     let weights = |ma: &MaPpo| {
         ma.learned()
-            .iter()
-            .map(|(id, lp)| (id.clone(), lp.learner.weights().to_bytes()))
+            .values()
+            .map(|lp| lp.learner.weights().to_bytes())
             .collect::<Vec<_>>()
     };
-    let mut a = build(run).unwrap();
-    let metrics_a: Vec<_> = (0..n + m)
-        .map(|_| testing::comparable_metrics(&a.train().unwrap()))
-        .collect();
-    let mut b = build(run).unwrap();
-    let mut metrics_b: Vec<_> = (0..n)
-        .map(|_| testing::comparable_metrics(&b.train().unwrap()))
-        .collect();
-    let dir = std::env::temp_dir().join(format!("rl-ma-resume-{}-{tag}", std::process::id()));
-    b.save(&dir).unwrap();
-    drop(b);
-    let mut c = MaPpo::load(
-        &dir,
-        &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
-        &Device::flex(),
-    )
-    .unwrap();
-    assert_eq!(c.num_timesteps(), (n * 32 * run.n_envs) as u64);
-    metrics_b.extend((0..m).map(|_| testing::comparable_metrics(&c.train().unwrap())));
-    assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
-    assert_eq!(
-        weights(&a),
-        weights(&c),
-        "{tag}: weights differ after resume"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    let load = |dir: &std::path::Path| {
+        MaPpo::load(
+            dir,
+            &rl_envs::make_multi_agent_env,
+            &rl_envs::multi_agent::heuristic,
+            &Device::flex(),
+        )
+        .unwrap()
+    };
+    testing::assert_multi_agent_resumes((n, m), || build(run).unwrap(), load, weights, tag);
 }
 
 #[test]
