@@ -23,8 +23,8 @@ use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::multi_agent::{
     AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
-    MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, PolicyMap,
-    learned_policy, policy_field,
+    MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
+    policy_field,
 };
 use rl_core::replay::{NStep, Replay, ReplayMeta, TransitionRef};
 use rl_core::{RlError, Rng, Space};
@@ -172,17 +172,9 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         })
     }
 
-    /// The resolved policy mapping.
-    pub fn policy_map(&self) -> &PolicyMap {
-        &self.core.map
-    }
     /// The learned policies by id.
     pub fn learned(&self) -> &BTreeMap<String, LearnedOffPolicy<L>> {
         &self.learned
-    }
-    /// Env steps so far.
-    pub fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
     }
 
     /// One vector-env step: the learned policies' actors (or random actions before their
@@ -265,9 +257,57 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         Ok(())
     }
 
-    /// One iteration: `train_freq` vector-env steps, then each learning policy's gradient
-    /// steps due on batches from its replay.
-    pub fn train(&mut self) -> Result<Metrics, RlError> {
+    /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
+    /// stopped (with the replays when they were stored).
+    pub fn load(
+        dir: &Path,
+        make_env: MultiAgentEnvMaker<'_>,
+        make_heuristic: HeuristicMaker<'_>,
+        device: &Device,
+    ) -> Result<Self, RlError> {
+        let saved = MultiAgentCheckpoint::read(dir, L::NAME)?;
+        let mut me = Self::new(&saved.run, make_env, make_heuristic, device)?;
+        let mut shell: ShellState = saved.shell()?;
+        let file = saved.ck.path_of("state.json");
+        if shell.pending.len() != me.pending.len() {
+            let m = format!(
+                "saved for {} envs, the run has {}",
+                shell.pending.len(),
+                me.pending.len()
+            );
+            return Err(ConfigError::new(file, m).into());
+        }
+        for (id, lp) in &mut me.learned {
+            let (ck, entries) = saved.policy(id)?;
+            lp.learner.load_state(&ck, entries)?;
+            let ps = shell.policies.remove(id).ok_or_else(|| {
+                ConfigError::new(&file, format!("no shell state of policy {id:?}"))
+            })?;
+            let store = lp.settings.store_buffer && ck.has(REPLAY_FILE);
+            if let Some(w) = restore_replay(&mut lp.replay, store, &ck, ps.replay.as_ref())? {
+                eprintln!("warning: {w}");
+            }
+            lp.rng_replay = ps.rng_replay;
+            lp.credit = ps.credit;
+        }
+        saved.restore_core(&mut me.core)?;
+        me.pending = shell.pending;
+        me.rng_act = shell.rng_act;
+        Ok(me)
+    }
+}
+
+impl<L: OffPolicyLearner> MultiAgentAlgorithm for MultiAgentOffPolicy<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+    fn core(&self) -> &MultiAgentCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut MultiAgentCore {
+        &mut self.core
+    }
+    fn train(&mut self) -> Result<Metrics, RlError> {
         let started = Instant::now();
         let n = self.core.envs.num_envs() as u64;
         let calls_before = self.core.num_timesteps / n;
@@ -320,15 +360,7 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
             .finish(&mut m, &episodes, collected, started, rollout_seconds)?;
         Ok(m)
     }
-
-    /// Actions of policy `id` for raw observations (rows of its observation space); the
-    /// greedy action (the mode) when `deterministic`.
-    pub fn predict(
-        &mut self,
-        id: &str,
-        obs: &[f32],
-        deterministic: bool,
-    ) -> Result<Vec<f32>, RlError> {
+    fn predict(&mut self, id: &str, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let lp = learned_policy(&self.learned, id)?;
         let (flat_obs, rows) =
             rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
@@ -344,9 +376,7 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
             .act(&flat_obs, rows, &mut self.rng_act, mode, &progress);
         Ok(a)
     }
-
-    /// Mean returns of `n_episodes` on `env`, episode `e` reset with `seed + e`.
-    pub fn evaluate(
+    fn evaluate(
         &mut self,
         env: &mut dyn MultiAgentEnv,
         n_episodes: usize,
@@ -369,10 +399,7 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
             Ok(actor.act(&flat(space, obs), 1, rng, mode, &progress).0)
         })
     }
-
-    /// Writes a checkpoint: each policy's learner files (and its replay with
-    /// `store_buffer_in_checkpoints`) under `policies/<id>/`, the shell's state in `state.json`.
-    pub fn save(&self, dir: &Path) -> Result<(), RlError> {
+    fn save(&self, dir: &Path) -> Result<(), RlError> {
         let mut policies = Vec::new();
         let mut states = BTreeMap::new();
         for (id, lp) in &self.learned {
@@ -396,85 +423,5 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         };
         let shell = serde_json::to_value(shell).expect("serializable");
         self.core.save_checkpoint(dir, L::NAME, policies, shell)
-    }
-
-    /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
-    /// stopped (with the replays when they were stored).
-    pub fn load(
-        dir: &Path,
-        make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
-        device: &Device,
-    ) -> Result<Self, RlError> {
-        let saved = MultiAgentCheckpoint::read(dir, L::NAME)?;
-        let mut me = Self::new(&saved.run, make_env, make_heuristic, device)?;
-        let mut shell: ShellState = saved.shell()?;
-        let file = saved.ck.path_of("state.json");
-        if shell.pending.len() != me.pending.len() {
-            let m = format!(
-                "saved for {} envs, the run has {}",
-                shell.pending.len(),
-                me.pending.len()
-            );
-            return Err(ConfigError::new(file, m).into());
-        }
-        for (id, lp) in &mut me.learned {
-            let (ck, entries) = saved.policy(id)?;
-            lp.learner.load_state(&ck, entries)?;
-            let ps = shell.policies.remove(id).ok_or_else(|| {
-                ConfigError::new(&file, format!("no shell state of policy {id:?}"))
-            })?;
-            let store = lp.settings.store_buffer && ck.has(REPLAY_FILE);
-            if let Some(w) = restore_replay(&mut lp.replay, store, &ck, ps.replay.as_ref())? {
-                eprintln!("warning: {w}");
-            }
-            lp.rng_replay = ps.rng_replay;
-            lp.credit = ps.credit;
-        }
-        saved.restore_core(&mut me.core)?;
-        me.pending = shell.pending;
-        me.rng_act = shell.rng_act;
-        Ok(me)
-    }
-}
-
-impl<L: OffPolicyLearner> MultiAgentAlgorithm for MultiAgentOffPolicy<L> {
-    fn name(&self) -> &str {
-        L::NAME
-    }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn policy_map(&self) -> &PolicyMap {
-        &self.core.map
-    }
-    fn train(&mut self) -> Result<Metrics, RlError> {
-        MultiAgentOffPolicy::train(self)
-    }
-    fn predict(
-        &mut self,
-        policy: &str,
-        obs: &[f32],
-        deterministic: bool,
-    ) -> Result<Vec<f32>, RlError> {
-        MultiAgentOffPolicy::predict(self, policy, obs, deterministic)
-    }
-    fn evaluate(
-        &mut self,
-        env: &mut dyn MultiAgentEnv,
-        n_episodes: usize,
-        deterministic: bool,
-        seed: u64,
-    ) -> Result<MultiAgentEval, RlError> {
-        MultiAgentOffPolicy::evaluate(self, env, n_episodes, deterministic, seed)
-    }
-    fn save(&self, dir: &Path) -> Result<(), RlError> {
-        MultiAgentOffPolicy::save(self, dir)
     }
 }

@@ -28,8 +28,8 @@ use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::multi_agent::{
     AgentId, AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
-    MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, PolicyMap,
-    learned_policy, policy_field,
+    MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
+    policy_field,
 };
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
@@ -272,18 +272,11 @@ fn flat_obs(space: &Space, raw: &[f32]) -> Vec<f32> {
 }
 
 impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
-    /// The resolved policy mapping.
-    pub fn policy_map(&self) -> &PolicyMap {
-        &self.core.map
-    }
     /// The learned policies by id.
     pub fn learned(&self) -> &BTreeMap<String, LearnedPolicy<L>> {
         &self.learned
     }
-    /// Env steps so far (vector-env steps × envs, RLlib's `num_env_steps_sampled`).
-    pub fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
-    }
+
     /// Agent steps so far (actions taken by all agents).
     pub fn agent_steps(&self) -> u64 {
         self.core.agent_steps
@@ -329,95 +322,6 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         }
         self.core.heuristic_actions(&mut env_actions)?;
         Ok((env_actions, learned_rows))
-    }
-
-    /// One iteration: a rollout of `n_steps` vector-env steps, then an update of every policy
-    /// that learns. Returns the iteration's metrics.
-    pub fn train(&mut self) -> Result<Metrics, RlError> {
-        let started = Instant::now();
-        let n = self.core.envs.num_envs();
-        let mut episodes: Vec<MultiAgentEpisode> = Vec::new();
-        for _ in 0..self.n_steps {
-            let (actions, learned_rows) = self.choose()?;
-            for (i, rows) in learned_rows.iter().enumerate() {
-                for (a, (value, log_prob, action)) in rows {
-                    let lp = &self.learned[&self.core.map.agent_policy[a]];
-                    let obs = flat_obs(&lp.obs_space, &self.core.envs.obs()[i][a]);
-                    let slot = self.rows[i].get_mut(a).expect("every agent has rows");
-                    // The previous row of this agent bootstraps from this step's value.
-                    if let Some(mut prev) = slot.open.take() {
-                        prev.next_value = *value;
-                        prev.successor = true;
-                        slot.closed.push(prev);
-                    }
-                    slot.open = Some(Row {
-                        obs,
-                        action: action.clone(),
-                        reward: 0.0,
-                        value: *value,
-                        log_prob: *log_prob,
-                        episode_start: std::mem::take(&mut slot.starting),
-                        boot: 0.0,
-                        next_value: 0.0,
-                        successor: false,
-                    });
-                }
-            }
-            self.core.step(&actions)?;
-            self.after_step(n)?;
-            episodes.extend(self.core.envs.drain_episodes());
-        }
-        // The rollout ends: agents about to act bootstrap from their current observations.
-        let ids: Vec<String> = self.learned.keys().cloned().collect();
-        for id in &ids {
-            let (who, raw) = self.core.to_act(id);
-            let (who, raw): (Vec<_>, Vec<_>) = {
-                let lp = &self.learned[id];
-                let d = lp.obs_space.raw_dim();
-                who.into_iter()
-                    .enumerate()
-                    .filter(|(_, (i, a))| self.rows[*i][a].open.is_some())
-                    .map(|(k, w)| (w, raw[k * d..(k + 1) * d].to_vec()))
-                    .unzip()
-            };
-            if who.is_empty() {
-                continue;
-            }
-            let raw: Vec<f32> = raw.concat();
-            let lp = &self.learned[id];
-            let v = values_of(
-                &lp.learner.policy().valid(),
-                &lp.obs_space,
-                &raw,
-                who.len(),
-                &self.infer,
-            );
-            for (k, (i, a)) in who.into_iter().enumerate() {
-                let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
-                let mut row = slot.open.take().expect("checked");
-                row.next_value = v[k];
-                slot.closed.push(row);
-            }
-        }
-        let rollout_seconds = started.elapsed().as_secs_f64();
-        let mut m = Metrics::new();
-        let progress = self.core.progress();
-        for id in &ids {
-            let buf = self.policy_buffer(id);
-            let lp = self.learned.get_mut(id).expect("a learned policy");
-            let Some(buf) = buf else { continue };
-            m.insert(format!("policies/{id}/rows"), buf.len() as f64);
-            if !lp.train {
-                continue;
-            }
-            for (k, v) in lp.learner.update(&buf, &progress)? {
-                m.insert(format!("policies/{id}/{k}"), v);
-            }
-        }
-        let steps = (self.n_steps * n) as u64;
-        self.core
-            .finish(&mut m, &episodes, steps, started, rollout_seconds)?;
-        Ok(m)
     }
 
     /// After a vector step: rewards into the open rows, truncation bootstraps, rows of
@@ -531,73 +435,6 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         Some(buf)
     }
 
-    /// Actions of policy `id` for raw observations (several rows at once), deterministic:
-    /// the mode. Box actions are clipped to the bounds.
-    pub fn predict(
-        &mut self,
-        id: &str,
-        obs: &[f32],
-        deterministic: bool,
-    ) -> Result<Vec<f32>, RlError> {
-        let lp = learned_policy(&self.learned, id)?;
-        let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
-        let mut out = act_batch(
-            &lp.learner.policy().valid(),
-            &lp.obs_space,
-            obs,
-            n,
-            &self.infer,
-            &mut self.rng_policy,
-            deterministic,
-        );
-        lp.act_space.clip_to_bounds(&mut out.actions);
-        Ok(out.actions)
-    }
-
-    /// Mean returns of `n_episodes` on `env` (episode `e` reset with `seed + e`), learned
-    /// policies acting deterministically (or not), heuristics as in training with their own
-    /// generator.
-    pub fn evaluate(
-        &mut self,
-        env: &mut dyn MultiAgentEnv,
-        n_episodes: usize,
-        deterministic: bool,
-        seed: u64,
-    ) -> Result<MultiAgentEval, RlError> {
-        let (learned, infer) = (&self.learned, &self.infer);
-        self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
-            let lp = &learned[id];
-            let mut out = act_batch(
-                &lp.learner.policy().valid(),
-                &lp.obs_space,
-                obs,
-                1,
-                infer,
-                rng,
-                deterministic,
-            );
-            lp.act_space.clip_to_bounds(&mut out.actions);
-            Ok(out.actions)
-        })
-    }
-
-    /// Writes a checkpoint: `config.yaml` (the run), each learned policy's learner files
-    /// under `policies/<id>/`, and `state.json` (counters, generators, envs, heuristics'
-    /// memory, the rows carried to the next rollout, each learner's entries).
-    pub fn save(&self, dir: &Path) -> Result<(), RlError> {
-        let policies = self
-            .learned
-            .iter()
-            .map(|(id, lp)| (id.clone(), lp.learner.save_state()))
-            .collect();
-        let shell = ShellState {
-            rng_policy: self.rng_policy.clone(),
-            rows: self.rows.clone(),
-        };
-        let shell = serde_json::to_value(shell).expect("serializable");
-        self.core.save_checkpoint(dir, L::NAME, policies, shell)
-    }
-
     /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
     /// stopped (`device` replaces the saved one).
     pub fn load(
@@ -632,28 +469,112 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
     fn name(&self) -> &str {
         L::NAME
     }
-    fn num_timesteps(&self) -> u64 {
-        self.core.num_timesteps
+    fn core(&self) -> &MultiAgentCore {
+        &self.core
     }
-    fn total_timesteps(&self) -> u64 {
-        self.core.total_timesteps
-    }
-    fn set_total_timesteps(&mut self, total: u64) {
-        self.core.total_timesteps = total;
-    }
-    fn policy_map(&self) -> &PolicyMap {
-        &self.core.map
+    fn core_mut(&mut self) -> &mut MultiAgentCore {
+        &mut self.core
     }
     fn train(&mut self) -> Result<Metrics, RlError> {
-        MultiAgentOnPolicy::train(self)
+        let started = Instant::now();
+        let n = self.core.envs.num_envs();
+        let mut episodes: Vec<MultiAgentEpisode> = Vec::new();
+        for _ in 0..self.n_steps {
+            let (actions, learned_rows) = self.choose()?;
+            for (i, rows) in learned_rows.iter().enumerate() {
+                for (a, (value, log_prob, action)) in rows {
+                    let lp = &self.learned[&self.core.map.agent_policy[a]];
+                    let obs = flat_obs(&lp.obs_space, &self.core.envs.obs()[i][a]);
+                    let slot = self.rows[i].get_mut(a).expect("every agent has rows");
+                    // The previous row of this agent bootstraps from this step's value.
+                    if let Some(mut prev) = slot.open.take() {
+                        prev.next_value = *value;
+                        prev.successor = true;
+                        slot.closed.push(prev);
+                    }
+                    slot.open = Some(Row {
+                        obs,
+                        action: action.clone(),
+                        reward: 0.0,
+                        value: *value,
+                        log_prob: *log_prob,
+                        episode_start: std::mem::take(&mut slot.starting),
+                        boot: 0.0,
+                        next_value: 0.0,
+                        successor: false,
+                    });
+                }
+            }
+            self.core.step(&actions)?;
+            self.after_step(n)?;
+            episodes.extend(self.core.envs.drain_episodes());
+        }
+        // The rollout ends: agents about to act bootstrap from their current observations.
+        let ids: Vec<String> = self.learned.keys().cloned().collect();
+        for id in &ids {
+            let (who, raw) = self.core.to_act(id);
+            let (who, raw): (Vec<_>, Vec<_>) = {
+                let lp = &self.learned[id];
+                let d = lp.obs_space.raw_dim();
+                who.into_iter()
+                    .enumerate()
+                    .filter(|(_, (i, a))| self.rows[*i][a].open.is_some())
+                    .map(|(k, w)| (w, raw[k * d..(k + 1) * d].to_vec()))
+                    .unzip()
+            };
+            if who.is_empty() {
+                continue;
+            }
+            let raw: Vec<f32> = raw.concat();
+            let lp = &self.learned[id];
+            let v = values_of(
+                &lp.learner.policy().valid(),
+                &lp.obs_space,
+                &raw,
+                who.len(),
+                &self.infer,
+            );
+            for (k, (i, a)) in who.into_iter().enumerate() {
+                let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
+                let mut row = slot.open.take().expect("checked");
+                row.next_value = v[k];
+                slot.closed.push(row);
+            }
+        }
+        let rollout_seconds = started.elapsed().as_secs_f64();
+        let mut m = Metrics::new();
+        let progress = self.core.progress();
+        for id in &ids {
+            let buf = self.policy_buffer(id);
+            let lp = self.learned.get_mut(id).expect("a learned policy");
+            let Some(buf) = buf else { continue };
+            m.insert(format!("policies/{id}/rows"), buf.len() as f64);
+            if !lp.train {
+                continue;
+            }
+            for (k, v) in lp.learner.update(&buf, &progress)? {
+                m.insert(format!("policies/{id}/{k}"), v);
+            }
+        }
+        let steps = (self.n_steps * n) as u64;
+        self.core
+            .finish(&mut m, &episodes, steps, started, rollout_seconds)?;
+        Ok(m)
     }
-    fn predict(
-        &mut self,
-        policy: &str,
-        obs: &[f32],
-        deterministic: bool,
-    ) -> Result<Vec<f32>, RlError> {
-        MultiAgentOnPolicy::predict(self, policy, obs, deterministic)
+    fn predict(&mut self, id: &str, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
+        let lp = learned_policy(&self.learned, id)?;
+        let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
+        let mut out = act_batch(
+            &lp.learner.policy().valid(),
+            &lp.obs_space,
+            obs,
+            n,
+            &self.infer,
+            &mut self.rng_policy,
+            deterministic,
+        );
+        lp.act_space.clip_to_bounds(&mut out.actions);
+        Ok(out.actions)
     }
     fn evaluate(
         &mut self,
@@ -662,10 +583,34 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         deterministic: bool,
         seed: u64,
     ) -> Result<MultiAgentEval, RlError> {
-        MultiAgentOnPolicy::evaluate(self, env, n_episodes, deterministic, seed)
+        let (learned, infer) = (&self.learned, &self.infer);
+        self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
+            let lp = &learned[id];
+            let mut out = act_batch(
+                &lp.learner.policy().valid(),
+                &lp.obs_space,
+                obs,
+                1,
+                infer,
+                rng,
+                deterministic,
+            );
+            lp.act_space.clip_to_bounds(&mut out.actions);
+            Ok(out.actions)
+        })
     }
     fn save(&self, dir: &Path) -> Result<(), RlError> {
-        MultiAgentOnPolicy::save(self, dir)
+        let policies = self
+            .learned
+            .iter()
+            .map(|(id, lp)| (id.clone(), lp.learner.save_state()))
+            .collect();
+        let shell = ShellState {
+            rng_policy: self.rng_policy.clone(),
+            rows: self.rows.clone(),
+        };
+        let shell = serde_json::to_value(shell).expect("serializable");
+        self.core.save_checkpoint(dir, L::NAME, policies, shell)
     }
 }
 

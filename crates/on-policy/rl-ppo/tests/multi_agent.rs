@@ -4,6 +4,7 @@
 
 use rl_core::algorithm::Learner;
 use rl_core::burn::tensor::Device;
+use rl_core::multi_agent::MultiAgentAlgorithm;
 use rl_core::config::RunConfig;
 use rl_core::env::Kwargs;
 use rl_envs::testing;

@@ -823,24 +823,39 @@ pub struct MultiAgentEval {
 pub trait MultiAgentAlgorithm {
     /// The algorithm's name (`ppo`, …).
     fn name(&self) -> &str;
+    /// The envs, the policy map, heuristics and counters.
+    fn core(&self) -> &MultiAgentCore;
+    /// The same, to change.
+    fn core_mut(&mut self) -> &mut MultiAgentCore;
     /// Env steps so far (vector-env steps × envs).
-    fn num_timesteps(&self) -> u64;
+    fn num_timesteps(&self) -> u64 {
+        self.core().num_timesteps
+    }
     /// The budget the schedules are relative to.
-    fn total_timesteps(&self) -> u64;
+    fn total_timesteps(&self) -> u64 {
+        self.core().total_timesteps
+    }
     /// Changes the budget (resuming with more steps).
-    fn set_total_timesteps(&mut self, total: u64);
+    fn set_total_timesteps(&mut self, total: u64) {
+        self.core_mut().total_timesteps = total;
+    }
     /// The policies and which agent each acts for.
-    fn policy_map(&self) -> &PolicyMap;
+    fn policy_map(&self) -> &PolicyMap {
+        &self.core().map
+    }
     /// One iteration; its metrics.
     fn train(&mut self) -> Result<crate::logger::Metrics, crate::algorithm::RlError>;
-    /// Actions of policy `policy` for raw observations (rows of its observation space).
+    /// Actions of policy `policy` for raw observations (rows of its observation space); the
+    /// greedy action (the mode) when `deterministic`, Box actions clipped to the bounds.
     fn predict(
         &mut self,
         policy: &str,
         obs: &[f32],
         deterministic: bool,
     ) -> Result<Vec<f32>, crate::algorithm::RlError>;
-    /// Mean returns of `n_episodes` on `env`, episode `e` reset with `seed + e`.
+    /// Mean returns of `n_episodes` on `env`, episode `e` reset with `seed + e`: learned
+    /// policies act deterministically (or not), heuristics as in training with their own
+    /// generator.
     fn evaluate(
         &mut self,
         env: &mut dyn MultiAgentEnv,
@@ -848,7 +863,8 @@ pub trait MultiAgentAlgorithm {
         deterministic: bool,
         seed: u64,
     ) -> Result<MultiAgentEval, crate::algorithm::RlError>;
-    /// Writes a checkpoint directory.
+    /// Writes a checkpoint directory: `config.yaml`, each learned policy's files under
+    /// `policies/<id>/`, `state.json`.
     fn save(&self, dir: &std::path::Path) -> Result<(), crate::algorithm::RlError>;
 }
 
