@@ -4,8 +4,8 @@
 
 use rl_core::algorithm::Learner;
 use rl_core::burn::tensor::Device;
-use rl_core::multi_agent::MultiAgentAlgorithm;
 use rl_core::config::RunConfig;
+use rl_core::multi_agent::MultiAgentAlgorithm;
 use rl_dqn::DqnLearner;
 use rl_envs::testing;
 use rl_off_policy::multi_agent::MultiAgentOffPolicy;

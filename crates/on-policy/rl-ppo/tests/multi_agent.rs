@@ -4,9 +4,9 @@
 
 use rl_core::algorithm::Learner;
 use rl_core::burn::tensor::Device;
-use rl_core::multi_agent::MultiAgentAlgorithm;
 use rl_core::config::RunConfig;
 use rl_core::env::Kwargs;
+use rl_core::multi_agent::MultiAgentAlgorithm;
 use rl_envs::testing;
 use rl_on_policy::multi_agent::MultiAgentOnPolicy;
 use rl_ppo::PpoLearner;

@@ -150,6 +150,83 @@ pub trait MultiAgentEnv: Send {
     }
 }
 
+/// The agent bookkeeping of an env whose agents all act at every step and finish together
+/// (the built-in simultaneous-move envs): ids, the live list, per-agent spaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentTable {
+    env: String,
+    /// Every agent, in order.
+    pub possible: Vec<AgentId>,
+    /// The agents of the running episode (empty once it ended).
+    pub live: Vec<AgentId>,
+    obs_spaces: Vec<Space>,
+    act_spaces: Vec<Space>,
+}
+
+impl AgentTable {
+    /// Agents `possible` of env `env`, each with the same observation and action space.
+    pub fn uniform(env: &str, possible: Vec<AgentId>, obs: Space, act: Space) -> Self {
+        let n = possible.len();
+        Self {
+            env: env.to_string(),
+            possible,
+            live: Vec::new(),
+            obs_spaces: vec![obs; n],
+            act_spaces: vec![act; n],
+        }
+    }
+    /// `agent`'s observation space (an error names an unknown agent).
+    pub fn observation_space(&self, agent: &str) -> Result<&Space, EnvError> {
+        agent_entry(&self.env, &self.possible, &self.obs_spaces, agent)
+    }
+    /// `agent`'s action space (an error names an unknown agent).
+    pub fn action_space(&self, agent: &str) -> Result<&Space, EnvError> {
+        agent_entry(&self.env, &self.possible, &self.act_spaces, agent)
+    }
+    /// An episode begins: every agent lives. Returns their (empty) infos.
+    pub fn start(&mut self) -> AgentMap<Info> {
+        self.live = self.possible.clone();
+        self.possible
+            .iter()
+            .map(|a| (a.clone(), Info::new()))
+            .collect()
+    }
+    /// An error unless an episode is running (a step after the end needs a reset).
+    pub fn running(&self) -> Result<(), EnvError> {
+        if self.live.is_empty() {
+            return Err(EnvError::NeedsReset {
+                env: self.env.clone(),
+                reason: "step after the episode ended; call reset".into(),
+            });
+        }
+        Ok(())
+    }
+    /// A step's result for every agent: `obs`, `rewards` in `possible` order, and one
+    /// termination and truncation for all; the episode ends when either holds.
+    pub fn finish(
+        &mut self,
+        obs: AgentMap<Vec<f32>>,
+        rewards: impl IntoIterator<Item = f64>,
+        terminated: bool,
+        truncated: bool,
+    ) -> MultiStep {
+        let mut s = MultiStep {
+            obs,
+            ..MultiStep::default()
+        };
+        for (a, r) in self.possible.iter().zip(rewards) {
+            s.rewards.insert(a.clone(), r);
+            s.terminations.insert(a.clone(), terminated);
+            s.truncations.insert(a.clone(), truncated);
+            s.infos.insert(a.clone(), Info::new());
+        }
+        if terminated || truncated {
+            self.live.clear();
+        }
+        s
+    }
+}
+
 /// Checks a step's actions: exactly one per agent of `agents_to_act`, each in that agent's
 /// action space; errors name the agent.
 pub fn check_actions(

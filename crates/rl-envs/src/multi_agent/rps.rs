@@ -3,7 +3,7 @@
 
 use rl_core::env::{EnvError, Info, Kwargs, check_kwargs, kwarg, snap_field};
 use rl_core::multi_agent::{
-    AgentId, AgentMap, HeuristicPolicy, MultiAgentEnv, MultiStep, agent_entry, check_actions,
+    AgentId, AgentMap, AgentTable, HeuristicPolicy, MultiAgentEnv, MultiStep, check_actions,
 };
 use rl_core::rng::Rng;
 use rl_core::spaces::Space;
@@ -22,10 +22,7 @@ pub struct Rps {
     max_cycles: usize,
     last: [usize; 2],
     moves: usize,
-    possible: Vec<AgentId>,
-    live: Vec<AgentId>,
-    obs_spaces: Vec<Space>,
-    act_spaces: Vec<Space>,
+    agents: AgentTable,
 }
 
 /// Who wins a round: `(reward of player 0, reward of player 1)`.
@@ -66,10 +63,12 @@ impl Rps {
             max_cycles,
             last: [num_actions; 2],
             moves: 0,
-            possible: vec!["player_0".into(), "player_1".into()],
-            live: Vec::new(),
-            obs_spaces: vec![Space::discrete(num_actions + 1); 2],
-            act_spaces: vec![Space::discrete(num_actions); 2],
+            agents: AgentTable::uniform(
+                ID,
+                vec!["player_0".into(), "player_1".into()],
+                Space::discrete(num_actions + 1),
+                Space::discrete(num_actions),
+            ),
         })
     }
 
@@ -90,8 +89,8 @@ impl Rps {
     fn obs(&self) -> AgentMap<Vec<f32>> {
         // Each player sees the other's last move.
         AgentMap::from([
-            (self.possible[0].clone(), vec![self.last[1] as f32]),
-            (self.possible[1].clone(), vec![self.last[0] as f32]),
+            (self.agents.possible[0].clone(), vec![self.last[1] as f32]),
+            (self.agents.possible[1].clone(), vec![self.last[0] as f32]),
         ])
     }
 
@@ -110,16 +109,16 @@ impl MultiAgentEnv for Rps {
         ID
     }
     fn possible_agents(&self) -> &[AgentId] {
-        &self.possible
+        &self.agents.possible
     }
     fn agents(&self) -> &[AgentId] {
-        &self.live
+        &self.agents.live
     }
     fn observation_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.obs_spaces, agent)
+        self.agents.observation_space(agent)
     }
     fn action_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.act_spaces, agent)
+        self.agents.action_space(agent)
     }
     fn reset(
         &mut self,
@@ -128,44 +127,20 @@ impl MultiAgentEnv for Rps {
     ) -> Result<(AgentMap<Vec<f32>>, AgentMap<Info>), EnvError> {
         self.last = [self.num_actions; 2];
         self.moves = 0;
-        self.live = self.possible.clone();
-        let infos = self
-            .possible
-            .iter()
-            .map(|a| (a.clone(), Info::new()))
-            .collect();
+        let infos = self.agents.start();
         Ok((self.obs(), infos))
     }
     fn step(&mut self, actions: &AgentMap<Vec<f32>>) -> Result<MultiStep, EnvError> {
-        if self.live.is_empty() {
-            return Err(EnvError::NeedsReset {
-                env: ID.into(),
-                reason: "step after the game ended; call reset".into(),
-            });
-        }
+        self.agents.running()?;
         check_actions(&*self, actions)?;
-        let (a, b) = (
-            actions[&self.possible[0]][0] as usize,
-            actions[&self.possible[1]][0] as usize,
-        );
+        let p = &self.agents.possible;
+        let (a, b) = (actions[&p[0]][0] as usize, actions[&p[1]][0] as usize);
         let (ra, rb) = round_rewards(a, b);
         self.last = [a, b];
         self.moves += 1;
         let over = self.moves >= self.max_cycles;
-        let mut s = MultiStep {
-            obs: self.obs(),
-            ..MultiStep::default()
-        };
-        for (agent, r) in self.possible.iter().zip([ra, rb]) {
-            s.rewards.insert(agent.clone(), r);
-            s.terminations.insert(agent.clone(), false);
-            s.truncations.insert(agent.clone(), over);
-            s.infos.insert(agent.clone(), Info::new());
-        }
-        if over {
-            self.live.clear();
-        }
-        Ok(s)
+        let obs = self.obs();
+        Ok(self.agents.finish(obs, [ra, rb], false, over))
     }
     fn render(&self) -> Option<String> {
         Some(format!(
@@ -176,12 +151,12 @@ impl MultiAgentEnv for Rps {
         ))
     }
     fn snapshot(&self) -> Result<Value, EnvError> {
-        Ok(json!({"last": self.last, "moves": self.moves, "live": self.live}))
+        Ok(json!({"last": self.last, "moves": self.moves, "live": self.agents.live}))
     }
     fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
         self.last = snap_field(ID, s, "last")?;
         self.moves = snap_field(ID, s, "moves")?;
-        self.live = snap_field(ID, s, "live")?;
+        self.agents.live = snap_field(ID, s, "live")?;
         Ok(())
     }
 }

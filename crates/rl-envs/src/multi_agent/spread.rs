@@ -5,7 +5,7 @@
 
 use rl_core::env::{EnvError, Info, Kwargs, check_kwargs, kwarg, snap_field};
 use rl_core::multi_agent::{
-    AgentId, AgentMap, MultiAgentEnv, MultiStep, agent_entry, check_actions,
+    AgentId, AgentMap, AgentTable, MultiAgentEnv, MultiStep, check_actions,
 };
 use rl_core::rng::Rng;
 use rl_core::spaces::Space;
@@ -39,10 +39,7 @@ pub struct SimpleSpread {
     landmarks: Vec<V2>,
     steps: usize,
     rng: Rng,
-    possible: Vec<AgentId>,
-    live: Vec<AgentId>,
-    obs_spaces: Vec<Space>,
-    act_spaces: Vec<Space>,
+    agents: AgentTable,
     state_space: Space,
 }
 
@@ -102,10 +99,12 @@ impl SimpleSpread {
             landmarks: vec![[0.0; 2]; n],
             steps: 0,
             rng: Rng::seed_from(0),
-            possible: (0..n).map(|i| format!("agent_{i}")).collect(),
-            live: Vec::new(),
-            obs_spaces: vec![obs; n],
-            act_spaces: vec![act; n],
+            agents: AgentTable::uniform(
+                ID,
+                (0..n).map(|i| format!("agent_{i}")).collect(),
+                obs,
+                act,
+            ),
             state_space: Space::uniform_box(f32::NEG_INFINITY, f32::INFINITY, &[obs_dim * n]),
         })
     }
@@ -221,7 +220,7 @@ impl SimpleSpread {
 
     fn all_obs(&self) -> AgentMap<Vec<f32>> {
         (0..self.n)
-            .map(|i| (self.possible[i].clone(), self.observe(i)))
+            .map(|i| (self.agents.possible[i].clone(), self.observe(i)))
             .collect()
     }
 }
@@ -231,16 +230,16 @@ impl MultiAgentEnv for SimpleSpread {
         ID
     }
     fn possible_agents(&self) -> &[AgentId] {
-        &self.possible
+        &self.agents.possible
     }
     fn agents(&self) -> &[AgentId] {
-        &self.live
+        &self.agents.live
     }
     fn observation_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.obs_spaces, agent)
+        self.agents.observation_space(agent)
     }
     fn action_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.act_spaces, agent)
+        self.agents.action_space(agent)
     }
     fn state_space(&self) -> Option<&Space> {
         Some(&self.state_space)
@@ -271,45 +270,24 @@ impl MultiAgentEnv for SimpleSpread {
             ];
         }
         self.steps = 0;
-        self.live = self.possible.clone();
-        let infos = self
-            .possible
-            .iter()
-            .map(|a| (a.clone(), Info::new()))
-            .collect();
+        let infos = self.agents.start();
         Ok((self.all_obs(), infos))
     }
     fn step(&mut self, actions: &AgentMap<Vec<f32>>) -> Result<MultiStep, EnvError> {
-        if self.live.is_empty() {
-            return Err(EnvError::NeedsReset {
-                env: ID.into(),
-                reason: "step after the episode ended; call reset".into(),
-            });
-        }
+        self.agents.running()?;
         check_actions(&*self, actions)?;
         let mut forces: Vec<V2> = (0..self.n)
-            .map(|i| self.force_of(&actions[&self.possible[i]]))
+            .map(|i| self.force_of(&actions[&self.agents.possible[i]]))
             .collect();
         self.world_step(&mut forces);
         self.steps += 1;
         let global = self.global_reward();
         let truncated = self.steps >= self.max_cycles;
-        let mut s = MultiStep {
-            obs: self.all_obs(),
-            ..MultiStep::default()
-        };
-        for i in 0..self.n {
-            let a = &self.possible[i];
-            let r = global * (1.0 - self.local_ratio) + self.collisions(i) * self.local_ratio;
-            s.rewards.insert(a.clone(), r);
-            s.terminations.insert(a.clone(), false);
-            s.truncations.insert(a.clone(), truncated);
-            s.infos.insert(a.clone(), Info::new());
-        }
-        if truncated {
-            self.live.clear();
-        }
-        Ok(s)
+        let rewards: Vec<f64> = (0..self.n)
+            .map(|i| global * (1.0 - self.local_ratio) + self.collisions(i) * self.local_ratio)
+            .collect();
+        let obs = self.all_obs();
+        Ok(self.agents.finish(obs, rewards, false, truncated))
     }
     /// Agents' positions, agents' velocities, landmarks' positions (2 values each).
     fn raw_state(&self) -> Option<Vec<f64>> {
@@ -356,7 +334,7 @@ impl MultiAgentEnv for SimpleSpread {
     fn snapshot(&self) -> Result<Value, EnvError> {
         Ok(json!({
             "pos": self.pos, "vel": self.vel, "landmarks": self.landmarks,
-            "steps": self.steps, "rng": self.rng, "live": self.live,
+            "steps": self.steps, "rng": self.rng, "live": self.agents.live,
         }))
     }
     fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
@@ -372,7 +350,7 @@ impl MultiAgentEnv for SimpleSpread {
         (self.pos, self.vel, self.landmarks) = (pos, vel, landmarks);
         self.steps = snap_field(ID, s, "steps")?;
         self.rng = snap_field(ID, s, "rng")?;
-        self.live = snap_field(ID, s, "live")?;
+        self.agents.live = snap_field(ID, s, "live")?;
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 
 use rl_core::env::{EnvError, Info, Kwargs, check_kwargs, kwarg, snap_field};
 use rl_core::multi_agent::{
-    AgentId, AgentMap, MultiAgentEnv, MultiStep, agent_entry, check_actions,
+    AgentId, AgentMap, AgentTable, MultiAgentEnv, MultiStep, check_actions,
 };
 use rl_core::spaces::Space;
 use serde_json::{Value, json};
@@ -20,10 +20,7 @@ const ID: &str = "TwoStepGame";
 pub struct TwoStepGame {
     one_hot: bool,
     state: usize,
-    possible: Vec<AgentId>,
-    live: Vec<AgentId>,
-    obs_spaces: Vec<Space>,
-    act_spaces: Vec<Space>,
+    agents: AgentTable,
     state_space: Space,
 }
 
@@ -40,10 +37,7 @@ impl TwoStepGame {
         Self {
             one_hot,
             state: 0,
-            possible: vec!["0".into(), "1".into()],
-            live: Vec::new(),
-            obs_spaces: vec![obs; 2],
-            act_spaces: vec![Space::discrete(2); 2],
+            agents: AgentTable::uniform(ID, vec!["0".into(), "1".into()], obs, Space::discrete(2)),
             state_space: Space::uniform_box(0.0, 1.0, &[3]),
         }
     }
@@ -70,10 +64,8 @@ impl TwoStepGame {
                 vec![(self.state + 3 * agent) as f32]
             }
         };
-        AgentMap::from([
-            (self.possible[0].clone(), of(0)),
-            (self.possible[1].clone(), of(1)),
-        ])
+        let p = &self.agents.possible;
+        AgentMap::from([(p[0].clone(), of(0)), (p[1].clone(), of(1))])
     }
 }
 
@@ -82,16 +74,16 @@ impl MultiAgentEnv for TwoStepGame {
         ID
     }
     fn possible_agents(&self) -> &[AgentId] {
-        &self.possible
+        &self.agents.possible
     }
     fn agents(&self) -> &[AgentId] {
-        &self.live
+        &self.agents.live
     }
     fn observation_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.obs_spaces, agent)
+        self.agents.observation_space(agent)
     }
     fn action_space(&self, agent: &str) -> Result<&Space, EnvError> {
-        agent_entry(ID, &self.possible, &self.act_spaces, agent)
+        self.agents.action_space(agent)
     }
     fn state_space(&self) -> Option<&Space> {
         Some(&self.state_space)
@@ -105,21 +97,11 @@ impl MultiAgentEnv for TwoStepGame {
         _options: Option<&Kwargs>,
     ) -> Result<(AgentMap<Vec<f32>>, AgentMap<Info>), EnvError> {
         self.state = 0;
-        self.live = self.possible.clone();
-        let infos = self
-            .possible
-            .iter()
-            .map(|a| (a.clone(), Info::new()))
-            .collect();
+        let infos = self.agents.start();
         Ok((self.obs(), infos))
     }
     fn step(&mut self, actions: &AgentMap<Vec<f32>>) -> Result<MultiStep, EnvError> {
-        if self.live.is_empty() {
-            return Err(EnvError::NeedsReset {
-                env: ID.into(),
-                reason: "step after the game ended; call reset".into(),
-            });
-        }
+        self.agents.running()?;
         check_actions(&*self, actions)?;
         let (a, b) = (actions["0"][0] as u8, actions["1"][0] as u8);
         let (payoff, over) = match self.state {
@@ -137,23 +119,11 @@ impl MultiAgentEnv for TwoStepGame {
                 true,
             ),
         };
-        let mut s = MultiStep {
-            obs: self.obs(),
-            ..MultiStep::default()
-        };
-        for agent in &self.possible {
-            s.rewards.insert(agent.clone(), payoff / 2.0);
-            s.terminations.insert(agent.clone(), over);
-            s.truncations.insert(agent.clone(), false);
-            s.infos.insert(agent.clone(), Info::new());
-        }
-        if over {
-            self.live.clear();
-        }
-        Ok(s)
+        let obs = self.obs();
+        Ok(self.agents.finish(obs, [payoff / 2.0; 2], over, false))
     }
     fn snapshot(&self) -> Result<Value, EnvError> {
-        Ok(json!({"state": self.state, "live": self.live}))
+        Ok(json!({"state": self.state, "live": self.agents.live}))
     }
     fn restore(&mut self, s: &Value) -> Result<(), EnvError> {
         let state: usize = snap_field(ID, s, "state")?;
@@ -164,7 +134,7 @@ impl MultiAgentEnv for TwoStepGame {
             });
         }
         self.state = state;
-        self.live = snap_field(ID, s, "live")?;
+        self.agents.live = snap_field(ID, s, "live")?;
         Ok(())
     }
 }
