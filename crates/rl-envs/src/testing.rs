@@ -209,21 +209,45 @@ pub fn assert_resumes_bit_identically<A: Algorithm>(
     weights: impl Fn(&A) -> rl_core::params::TensorMap,
     tag: &str,
 ) -> u64 {
+    let c = resumed(
+        (n, m),
+        new,
+        load,
+        |a| a.train(),
+        |a, d| a.save(d),
+        weights,
+        tag,
+    );
+    c.num_timesteps()
+}
+
+/// The resume check itself, for any kind of algorithm (`train` and `save` say how); returns
+/// the resumed algorithm.
+#[allow(clippy::too_many_arguments)]
+fn resumed<A, W: PartialEq + std::fmt::Debug>(
+    (n, m): (usize, usize),
+    new: impl Fn() -> A,
+    load: impl Fn(&std::path::Path) -> A,
+    train: impl Fn(&mut A) -> Result<rl_core::logger::Metrics, rl_core::RlError>,
+    save: impl Fn(&A, &std::path::Path) -> Result<(), rl_core::RlError>,
+    weights: impl Fn(&A) -> W,
+    tag: &str,
+) -> A {
     let mut a = new();
     let metrics_a: Vec<_> = (0..n + m)
-        .map(|_| comparable_metrics(&a.train().unwrap_or_else(|e| panic!("{e}"))))
+        .map(|_| comparable_metrics(&train(&mut a).unwrap_or_else(|e| panic!("{e}"))))
         .collect();
     let mut b = new();
     let mut metrics_b: Vec<_> = (0..n)
-        .map(|_| comparable_metrics(&b.train().unwrap_or_else(|e| panic!("{e}"))))
+        .map(|_| comparable_metrics(&train(&mut b).unwrap_or_else(|e| panic!("{e}"))))
         .collect();
     let dir = std::env::temp_dir().join(format!("rl-resume-{}-{tag}", std::process::id()));
-    b.save(&dir).unwrap_or_else(|e| panic!("{e}"));
+    save(&b, &dir).unwrap_or_else(|e| panic!("{e}"));
     drop(b);
     let mut c = load(&dir);
-    let steps = c.num_timesteps();
-    metrics_b
-        .extend((0..m).map(|_| comparable_metrics(&c.train().unwrap_or_else(|e| panic!("{e}")))));
+    metrics_b.extend(
+        (0..m).map(|_| comparable_metrics(&train(&mut c).unwrap_or_else(|e| panic!("{e}")))),
+    );
     assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
     assert_eq!(
         weights(&a),
@@ -231,7 +255,7 @@ pub fn assert_resumes_bit_identically<A: Algorithm>(
         "{tag}: weights differ after resume"
     );
     let _ = std::fs::remove_dir_all(&dir);
-    steps
+    c
 }
 
 /// The action-space tests every on-policy algorithm runs: it must learn the [`Match`] bandit
@@ -310,25 +334,13 @@ pub fn assert_multi_agent_resumes<A: rl_core::multi_agent::MultiAgentAlgorithm>(
     weights: impl Fn(&A) -> Vec<Vec<u8>>,
     tag: &str,
 ) {
-    let mut a = new();
-    let metrics_a: Vec<_> = (0..n + m)
-        .map(|_| comparable_metrics(&a.train().unwrap_or_else(|e| panic!("{e}"))))
-        .collect();
-    let mut b = new();
-    let mut metrics_b: Vec<_> = (0..n)
-        .map(|_| comparable_metrics(&b.train().unwrap_or_else(|e| panic!("{e}"))))
-        .collect();
-    let dir = std::env::temp_dir().join(format!("rl-ma-resume-{}-{tag}", std::process::id()));
-    b.save(&dir).unwrap_or_else(|e| panic!("{e}"));
-    drop(b);
-    let mut c = load(&dir);
-    metrics_b
-        .extend((0..m).map(|_| comparable_metrics(&c.train().unwrap_or_else(|e| panic!("{e}")))));
-    assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
-    assert_eq!(
-        weights(&a),
-        weights(&c),
-        "{tag}: weights differ after resume"
+    resumed(
+        (n, m),
+        new,
+        load,
+        |a| a.train(),
+        |a, d| a.save(d),
+        weights,
+        tag,
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
