@@ -607,6 +607,6 @@ fn multi_agent_train_eval_resume() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("dqn") && err.contains("multi-agent"), "{err}");
+    assert!(err.contains("trpo") && err.contains("multi-agent"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -255,6 +255,15 @@ fn cases(quick: bool) -> Vec<Case> {
             peer: false,
         },
         Case {
+            name: "PPO MultiAgentCartPole 2 agents, 200k env steps, a policy each (zoo CartPole settings)",
+            config: "examples/configs/ppo_multi_agent_cartpole.yaml",
+            seeds: vec![0],
+            sb3: "ma_ppo_cartpole",
+            overrides: &["total_timesteps=200000"],
+            // RLlib (ray[rllib], new API stack) is the peer for multi-agent runs; not installed here.
+            peer: false,
+        },
+        Case {
             name: "PPG CartPole-v1 200k (seed table)",
             config: "examples/configs/ppg_cartpole.yaml",
             seeds: vec![0],

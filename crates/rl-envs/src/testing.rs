@@ -222,17 +222,16 @@ pub fn assert_resumes_bit_identically<A: Algorithm>(
 }
 
 /// The resume check itself, for any kind of algorithm (`train` and `save` say how); returns
-/// the resumed algorithm.
-#[allow(clippy::too_many_arguments)]
+/// the resumed algorithm and its env steps right after the load.
 fn resumed<A, W: PartialEq + std::fmt::Debug>(
     (n, m): (usize, usize),
     new: impl Fn() -> A,
     load: impl Fn(&std::path::Path) -> A,
     train: impl Fn(&mut A) -> Result<rl_core::logger::Metrics, rl_core::RlError>,
     save: impl Fn(&A, &std::path::Path) -> Result<(), rl_core::RlError>,
-    weights: impl Fn(&A) -> W,
+    (weights, steps): (impl Fn(&A) -> W, impl Fn(&A) -> u64),
     tag: &str,
-) -> A {
+) -> (A, u64) {
     let mut a = new();
     let metrics_a: Vec<_> = (0..n + m)
         .map(|_| comparable_metrics(&train(&mut a).unwrap_or_else(|e| panic!("{e}"))))
