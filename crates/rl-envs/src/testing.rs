@@ -209,16 +209,18 @@ pub fn assert_resumes_bit_identically<A: Algorithm>(
     weights: impl Fn(&A) -> rl_core::params::TensorMap,
     tag: &str,
 ) -> u64 {
-    let c = resumed(
+    let steps = |a: &A| a.num_timesteps();
+    let save = |a: &A, d: &std::path::Path| a.save(d);
+    resumed(
         (n, m),
         new,
         load,
         |a| a.train(),
-        |a, d| a.save(d),
-        weights,
+        save,
+        (weights, steps),
         tag,
-    );
-    c.num_timesteps()
+    )
+    .1
 }
 
 /// The resume check itself, for any kind of algorithm (`train` and `save` say how); returns
