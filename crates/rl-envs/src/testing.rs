@@ -246,6 +246,7 @@ fn resumed<A, W: PartialEq + std::fmt::Debug>(
     save(&b, &dir).unwrap_or_else(|e| panic!("{e}"));
     drop(b);
     let mut c = load(&dir);
+    let steps = steps(&c);
     metrics_b.extend(
         (0..m).map(|_| comparable_metrics(&train(&mut c).unwrap_or_else(|e| panic!("{e}")))),
     );
@@ -256,7 +257,7 @@ fn resumed<A, W: PartialEq + std::fmt::Debug>(
         "{tag}: weights differ after resume"
     );
     let _ = std::fs::remove_dir_all(&dir);
-    c
+    (c, steps)
 }
 
 /// The action-space tests every on-policy algorithm runs: it must learn the [`Match`] bandit
@@ -335,13 +336,15 @@ pub fn assert_multi_agent_resumes<A: rl_core::multi_agent::MultiAgentAlgorithm>(
     weights: impl Fn(&A) -> Vec<Vec<u8>>,
     tag: &str,
 ) {
+    let steps = |a: &A| a.num_timesteps();
+    let save = |a: &A, d: &std::path::Path| a.save(d);
     resumed(
         (n, m),
         new,
         load,
         |a| a.train(),
-        |a, d| a.save(d),
-        weights,
+        save,
+        (weights, steps),
         tag,
     );
 }
