@@ -601,7 +601,7 @@ fn multi_agent_train_eval_resume() {
             cfg.to_str().unwrap(),
             "--quiet",
             "--set",
-            "algorithm=dqn",
+            "algorithm=trpo",
         ])
         .output()
         .unwrap();
