@@ -16,7 +16,7 @@
 use crate::agent::{
     ActMode, Feed, OffPolicyActor, OffPolicyLearner, OffPolicySettings, random_actions,
 };
-use crate::{REPLAY_FILE, restore_replay, save_replay};
+use crate::{restore_replay, save_replay};
 use rl_core::batch::flatten_batch;
 use rl_core::burn::tensor::Device;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
@@ -283,7 +283,7 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
             let ps = shell.policies.remove(id).ok_or_else(|| {
                 ConfigError::new(&file, format!("no shell state of policy {id:?}"))
             })?;
-            let store = lp.settings.store_buffer && ck.has(REPLAY_FILE);
+            let store = lp.settings.store_buffer;
             if let Some(w) = restore_replay(&mut lp.replay, store, &ck, ps.replay.as_ref())? {
                 eprintln!("warning: {w}");
             }
