@@ -38,6 +38,9 @@ use rl_core::config::{ConfigError, RunConfig};
 use rl_core::env::{Env, EnvError};
 use std::path::Path;
 
+mod frozen;
+pub use frozen::frozen_policy;
+
 /// Algorithms this build provides.
 pub const ALGORITHMS: &[&str] = &[
     "ppo",
@@ -106,10 +109,11 @@ pub fn build_multi_agent(
     use rl_off_policy::multi_agent::MultiAgentOffPolicy;
     use rl_on_policy::multi_agent::MultiAgentOnPolicy;
     rl_core::kernels::apply(run.kernels)?;
-    let (env, heuristic) = (
-        &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
-    );
+    let frozen =
+        |id: &str, kw: &rl_core::env::Kwargs, src: rl_core::multi_agent::FrozenSource<'_>| {
+            frozen_policy(id, kw, src, device)
+        };
+    let (env, heuristic) = (&rl_envs::make_multi_agent_env, &frozen);
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
             run, env, heuristic, device,
@@ -138,15 +142,25 @@ pub fn load_multi_agent(
     dir: &Path,
     device: &Device,
 ) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
-    use rl_off_policy::multi_agent::MultiAgentOffPolicy;
-    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
     let ck = read_checkpoint(dir)?;
     rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
-    let (env, heuristic) = (
-        &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
-    );
-    match ck.algorithm.as_str() {
+    Ok(load_multi_agent_as_saved(dir, &ck.algorithm, device)?)
+}
+
+/// Loads multi-agent checkpoint `dir` of `algorithm`, leaving the kernel level as it is.
+fn load_multi_agent_as_saved(
+    dir: &Path,
+    algorithm: &str,
+    device: &Device,
+) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm + Send>, RlError> {
+    use rl_off_policy::multi_agent::MultiAgentOffPolicy;
+    use rl_on_policy::multi_agent::MultiAgentOnPolicy;
+    let frozen =
+        |id: &str, kw: &rl_core::env::Kwargs, src: rl_core::multi_agent::FrozenSource<'_>| {
+            frozen_policy(id, kw, src, device)
+        };
+    let (env, heuristic) = (&rl_envs::make_multi_agent_env, &frozen);
+    match algorithm {
         "ppo" => Ok(Box::new(MultiAgentOnPolicy::<rl_ppo::PpoLearner>::load(
             dir, env, heuristic, device,
         )?)),
@@ -229,7 +243,16 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> 
     let run = rl_core::checkpoint::read_run_config(&ck)?;
     multi_agent_only(&run)?;
     rl_core::kernels::apply(run.kernels)?;
-    match ck.algorithm.as_str() {
+    Ok(load_as_saved(dir, &ck.algorithm, device)?)
+}
+
+/// Loads single-agent checkpoint `dir` of `algorithm`, leaving the kernel level as it is.
+fn load_as_saved(
+    dir: &Path,
+    algorithm: &str,
+    device: &Device,
+) -> Result<Box<dyn Algorithm + Send>, RlError> {
+    match algorithm {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::load(
             dir,
             &make_training_env,

@@ -100,6 +100,24 @@ fn backup_path(dir: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+fn manifest_bytes<N: AsRef<str>>(algorithm: &str, files: &[(N, Vec<u8>)]) -> Vec<u8> {
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        algorithm: algorithm.to_string(),
+        files: files
+            .iter()
+            .map(|(name, data)| FileEntry {
+                name: name.as_ref().to_string(),
+                size: data.len() as u64,
+                checksum: format!("{:016x}", checksum(data)),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&manifest)
+        .expect("serializable")
+        .into_bytes()
+}
+
 /// Writes a checkpoint directory `dir` holding `files` (name → bytes) and a manifest.
 ///
 /// The files are written and synced in `dir.tmp-<pid>`, which is then renamed to `dir`. An
@@ -134,26 +152,10 @@ fn write_checkpoint_via(
         fs::remove_dir_all(tmp).map_err(|e| io(tmp, e))?;
     }
     fs::create_dir_all(tmp).map_err(|e| io(tmp, e))?;
-    let mut entries = Vec::new();
     for (name, data) in files {
         write_synced(&tmp.join(name), data)?;
-        entries.push(FileEntry {
-            name: name.to_string(),
-            size: data.len() as u64,
-            checksum: format!("{:016x}", checksum(data)),
-        });
     }
-    let manifest = Manifest {
-        format_version: FORMAT_VERSION,
-        algorithm: algorithm.to_string(),
-        files: entries,
-    };
-    write_synced(
-        &tmp.join(MANIFEST),
-        serde_json::to_string_pretty(&manifest)
-            .expect("serializable")
-            .as_bytes(),
-    )?;
+    write_synced(&tmp.join(MANIFEST), &manifest_bytes(algorithm, files))?;
     let old = backup_path(dir);
     if dir.exists() {
         if old.exists() {
@@ -196,6 +198,20 @@ impl Checkpoint {
     /// Full path of a file, for error messages.
     pub fn path_of(&self, name: &str) -> String {
         self.dir.join(name).display().to_string()
+    }
+    /// This checkpoint's files and manifest as files of another one, under folder `prefix`:
+    /// once written, `prefix` inside it reads back as this checkpoint.
+    pub fn embedded(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = self
+            .files
+            .iter()
+            .map(|(n, d)| (format!("{prefix}/{n}"), d.clone()))
+            .collect();
+        out.push((
+            format!("{prefix}/{MANIFEST}"),
+            manifest_bytes(&self.algorithm, &self.files),
+        ));
+        out
     }
     /// The files under folder `prefix` as a checkpoint of their own (names without the
     /// prefix), e.g. one policy's part of a multi-agent checkpoint.
@@ -391,6 +407,25 @@ mod tests {
         // And a kill while writing the temp dir leaves `dir` untouched.
         write_checkpoint(&dir, "ppo", &[("a.bin", vec![2])]).unwrap();
         assert_eq!(read_checkpoint(&dir).unwrap().file("a.bin").unwrap(), &[2]);
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_embedded_checkpoint_reads_back_from_its_folder() {
+        let root = tmpdir("embed");
+        write_checkpoint(&root.join("inner"), "sac", &[("w.bin", vec![3, 1, 4])]).unwrap();
+        let inner = read_checkpoint(&root.join("inner")).unwrap();
+        let mut files = vec![("config.yaml".to_string(), b"x".to_vec())];
+        files.extend(inner.embedded("frozen/p1"));
+        let refs: Vec<(&str, Vec<u8>)> =
+            files.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
+        write_checkpoint(&root.join("outer"), "ppo", &refs).unwrap();
+        fs::remove_dir_all(root.join("inner")).unwrap();
+        let outer = read_checkpoint(&root.join("outer")).unwrap();
+        assert!(outer.has("frozen/p1/w.bin") && outer.has("frozen/p1/checkpoint.json"));
+        let back = read_checkpoint(&root.join("outer/frozen/p1")).unwrap();
+        assert_eq!(back.algorithm, "sac");
+        assert_eq!(back.file("w.bin").unwrap(), &[3, 1, 4]);
         let _ = fs::remove_dir_all(&root);
     }
 }

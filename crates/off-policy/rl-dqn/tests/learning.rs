@@ -94,7 +94,7 @@ fn multi_agent_cartpole(seed: u64) {
     let mut ma = rl_off_policy::multi_agent::MultiAgentOffPolicy::<rl_dqn::DqnLearner>::new(
         &run,
         &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
+        &rl_envs::multi_agent::frozen,
         &Device::flex(),
     )
     .unwrap();

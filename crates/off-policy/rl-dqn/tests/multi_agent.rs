@@ -24,7 +24,7 @@ fn build(run: &RunConfig) -> Result<MaDqn, rl_core::RlError> {
     MaDqn::new(
         run,
         &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
+        &rl_envs::multi_agent::frozen,
         &Device::flex(),
     )
 }
@@ -52,7 +52,7 @@ fn resumes(extra: &[&str], tag: &str) {
         MaDqn::load(
             dir,
             &rl_envs::make_multi_agent_env,
-            &rl_envs::multi_agent::heuristic,
+            &rl_envs::multi_agent::frozen,
             &Device::flex(),
         )
         .unwrap()

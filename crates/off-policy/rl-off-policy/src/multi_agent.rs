@@ -22,7 +22,7 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::multi_agent::{
-    AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
+    AgentMap, FrozenMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
     MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
     policy_field,
 };
@@ -100,10 +100,10 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
     pub fn new(
         run: &RunConfig,
         make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
+        make_frozen: FrozenMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
-        let core = MultiAgentCore::new(run, make_env, make_heuristic)?;
+        let core = MultiAgentCore::new(run, make_env, make_frozen)?;
         let mut learned = BTreeMap::new();
         let mut train_freq = None;
         for id in core.learned_ids() {
@@ -262,11 +262,11 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
     pub fn load(
         dir: &Path,
         make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
+        make_frozen: FrozenMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
         let saved = MultiAgentCheckpoint::read(dir, L::NAME)?;
-        let mut me = Self::new(&saved.run, make_env, make_heuristic, device)?;
+        let mut me = Self::new(&saved.run, make_env, make_frozen, device)?;
         let mut shell: ShellState = saved.shell()?;
         let file = saved.ck.path_of("state.json");
         if shell.pending.len() != me.pending.len() {

@@ -78,7 +78,7 @@ fn multi_agent_pendulum(seed: u64) {
     let mut ma = rl_off_policy::multi_agent::MultiAgentOffPolicy::<rl_sac::SacLearner>::new(
         &run,
         &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
+        &rl_envs::multi_agent::frozen,
         &Device::flex(),
     )
     .unwrap();

@@ -27,7 +27,7 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::logger::Metrics;
 use rl_core::multi_agent::{
-    AgentId, AgentMap, HeuristicMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
+    AgentId, AgentMap, FrozenMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
     MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
     policy_field,
 };
@@ -101,10 +101,10 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     pub fn new(
         run: &RunConfig,
         make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
+        make_frozen: FrozenMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
-        let core = MultiAgentCore::new(run, make_env, make_heuristic)?;
+        let core = MultiAgentCore::new(run, make_env, make_frozen)?;
         let autodiff = device.clone().autodiff();
         let mut learned = BTreeMap::new();
         let mut n_steps = None;
@@ -440,11 +440,11 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     pub fn load(
         dir: &Path,
         make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
+        make_frozen: FrozenMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
         let saved = MultiAgentCheckpoint::read(dir, L::NAME)?;
-        let mut me = Self::new(&saved.run, make_env, make_heuristic, device)?;
+        let mut me = Self::new(&saved.run, make_env, make_frozen, device)?;
         let shell: ShellState = saved.shell()?;
         if shell.rows.len() != me.rows.len() {
             let m = format!(

@@ -169,7 +169,7 @@ fn multi_agent_until(
     let mut ma = rl_on_policy::multi_agent::MultiAgentOnPolicy::<rl_ppo::PpoLearner>::new(
         run,
         &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
+        &rl_envs::multi_agent::frozen,
         &Device::flex(),
     )
     .unwrap_or_else(|e| panic!("{e}"));

@@ -21,7 +21,7 @@ fn build(run: &RunConfig) -> Result<MaPpo, rl_core::RlError> {
     MaPpo::new(
         run,
         &rl_envs::make_multi_agent_env,
-        &rl_envs::multi_agent::heuristic,
+        &rl_envs::multi_agent::frozen,
         &Device::flex(),
     )
 }
@@ -154,7 +154,7 @@ fn assert_resumes(run: &RunConfig, (n, m): (usize, usize), tag: &str) {
         MaPpo::load(
             dir,
             &rl_envs::make_multi_agent_env,
-            &rl_envs::multi_agent::heuristic,
+            &rl_envs::multi_agent::frozen,
             &Device::flex(),
         )
         .unwrap()

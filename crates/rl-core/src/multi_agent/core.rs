@@ -22,9 +22,35 @@ use std::collections::BTreeMap;
 pub type MultiAgentEnvMaker<'a> =
     &'a dyn Fn(&str, &Kwargs) -> Result<Box<dyn MultiAgentEnv>, EnvError>;
 
-/// Builds the heuristic policy `name` of env `id` (`rl_envs::multi_agent::heuristic`).
-pub type HeuristicMaker<'a> =
-    &'a dyn Fn(&str, &Kwargs, &str) -> Result<Box<dyn HeuristicPolicy>, EnvError>;
+/// What a frozen policy of a run is made from.
+#[derive(Debug, Clone, Copy)]
+pub enum FrozenSource<'a> {
+    /// The env's built-in policy `name` (`rl_envs::multi_agent::heuristic`).
+    Heuristic(&'a str),
+    /// A saved checkpoint whose policy acts with the agents' spaces.
+    Checkpoint {
+        /// The checkpoint directory.
+        dir: &'a std::path::Path,
+        /// For a multi-agent checkpoint, which of its policies acts.
+        policy: &'a str,
+        /// The observation space of the agents it acts for.
+        observation_space: &'a Space,
+        /// Their action space.
+        action_space: &'a Space,
+    },
+}
+
+/// Builds a frozen policy for env `id` (with its keyword arguments) from its source; the
+/// facade `rl::frozen_policy` knows every source, `rl_envs::multi_agent::frozen` the
+/// heuristics only.
+pub type FrozenMaker<'a> =
+    &'a dyn Fn(&str, &Kwargs, FrozenSource<'_>) -> Result<Box<dyn HeuristicPolicy>, RlError>;
+
+/// Where a checkpoint embeds the checkpoint a frozen policy `id` was loaded from, so that it
+/// holds every policy and resumes without the original.
+pub fn frozen_prefix(id: &str) -> String {
+    format!("frozen/{id}")
+}
 
 /// Envs, policy map, heuristics and counters of a multi-agent run.
 pub struct MultiAgentCore {
@@ -34,8 +60,12 @@ pub struct MultiAgentCore {
     pub map: PolicyMap,
     /// The envs.
     pub envs: MultiAgentVecEnv,
-    /// Per env, the heuristic acting for each agent whose policy is one.
+    /// Per env, the frozen policy (heuristic or checkpoint) acting for each agent whose
+    /// policy is one.
     pub heuristics: Vec<AgentMap<Box<dyn HeuristicPolicy>>>,
+    /// The checkpoints frozen policies were loaded from, by policy id (saved inside every
+    /// checkpoint of this run).
+    pub frozen_checkpoints: BTreeMap<String, Checkpoint>,
     /// The heuristics' draws.
     pub rng_heuristic: Rng,
     /// Env steps so far (vector-env steps × envs, RLlib's `num_env_steps_sampled`).
@@ -62,12 +92,13 @@ pub struct MultiAgentCoreState {
 
 impl MultiAgentCore {
     /// `run.n_envs` envs of `run.env_id`, the run's `multi_agent:` table (default: one shared
-    /// policy) resolved against them, a heuristic per agent of a heuristic policy (a bad name
-    /// is an error naming the policy), and the envs reset from the run seed.
+    /// policy) resolved against them, a frozen policy per agent of a heuristic or checkpoint
+    /// policy (a bad name, a missing checkpoint or one with other spaces is an error naming
+    /// the policy), and the envs reset from the run seed.
     pub fn new(
         run: &RunConfig,
         make_env: MultiAgentEnvMaker<'_>,
-        make_heuristic: HeuristicMaker<'_>,
+        make_frozen: FrozenMaker<'_>,
     ) -> Result<Self, RlError> {
         run.refuse_curiosity("multi-agent runs take no curiosity plugin yet")?;
         let envs = (0..run.n_envs.max(1))
@@ -78,33 +109,49 @@ impl MultiAgentCore {
             .clone()
             .unwrap_or_default()
             .resolve(envs[0].as_ref())?;
-        if let Some((id, spec)) = map.policies.iter().find(|(_, p)| p.checkpoint.is_some()) {
-            return Err(RlError::Config(ConfigError::new(
-                format!("multi_agent.policies.{id}.checkpoint"),
-                format!(
-                    "{}: policies loaded from checkpoints are not supported yet (a heuristic, or a policy left out of policies_to_train, acts frozen)",
-                    spec.checkpoint
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default()
-                ),
-            )));
-        }
         let possible = envs[0].possible_agents().to_vec();
+        // One frozen policy per policy id, copied (`fresh`) for each of its agents in each env.
+        let mut frozen: BTreeMap<String, Box<dyn HeuristicPolicy>> = BTreeMap::new();
+        let mut frozen_checkpoints = BTreeMap::new();
+        for (id, spec) in &map.policies {
+            let field = |f: &str| format!("multi_agent.policies.{id}.{f}");
+            let named = |f: &str, e: RlError| -> RlError {
+                match e {
+                    RlError::Config(c) if c.field.starts_with("multi_agent.") => RlError::Config(c),
+                    other => RlError::Config(ConfigError::new(field(f), other.to_string())),
+                }
+            };
+            let policy = if let Some(name) = &spec.heuristic {
+                make_frozen(&run.env_id, &run.env_kwargs, FrozenSource::Heuristic(name))
+                    .map_err(|e| named("heuristic", e))?
+            } else if let Some(dir) = &spec.checkpoint {
+                let ck = crate::checkpoint::read_checkpoint(dir)
+                    .map_err(|e| named("checkpoint", e.into()))?;
+                let agent = map.agents_of(id, &possible).next().ok_or_else(|| {
+                    ConfigError::new(field("checkpoint"), "the policy acts for no agent")
+                })?;
+                let source = FrozenSource::Checkpoint {
+                    dir,
+                    policy: spec.checkpoint_policy.as_deref().unwrap_or(id),
+                    observation_space: envs[0].observation_space(agent)?,
+                    action_space: envs[0].action_space(agent)?,
+                };
+                let p = make_frozen(&run.env_id, &run.env_kwargs, source)
+                    .map_err(|e| named("checkpoint", e))?;
+                frozen_checkpoints.insert(id.clone(), ck);
+                p
+            } else {
+                continue;
+            };
+            frozen.insert(id.clone(), policy);
+        }
         let mut rng_heuristic = Rng::for_stream(run.seed, "heuristic");
         let mut heuristics = Vec::new();
         for _ in 0..envs.len() {
             let mut per_agent = AgentMap::new();
             for a in &possible {
-                let id = &map.agent_policy[a];
-                if let Some(name) = &map.policies[id].heuristic {
-                    let mut h =
-                        make_heuristic(&run.env_id, &run.env_kwargs, name).map_err(|e| {
-                            ConfigError::new(
-                                format!("multi_agent.policies.{id}.heuristic"),
-                                e.to_string(),
-                            )
-                        })?;
+                if let Some(f) = frozen.get(&map.agent_policy[a]) {
+                    let mut h = f.fresh();
                     h.reset(&mut rng_heuristic);
                     per_agent.insert(a.clone(), h);
                 }
@@ -118,6 +165,7 @@ impl MultiAgentCore {
             map,
             envs: vec_env,
             heuristics,
+            frozen_checkpoints,
             rng_heuristic,
             num_timesteps: 0,
             agent_steps: 0,
@@ -131,12 +179,12 @@ impl MultiAgentCore {
         self.envs.possible_agents().to_vec()
     }
 
-    /// The learned (not heuristic) policies, in id order.
+    /// The learned (not frozen) policies, in id order.
     pub fn learned_ids(&self) -> Vec<String> {
         self.map
             .policies
             .iter()
-            .filter(|(_, p)| p.heuristic.is_none())
+            .filter(|(_, p)| !p.is_frozen())
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -180,7 +228,7 @@ impl MultiAgentCore {
         for (i, obs) in self.envs.obs().iter().enumerate() {
             for (a, o) in obs {
                 if let Some(h) = self.heuristics[i].get_mut(a) {
-                    let action = h.act(o, &mut self.rng_heuristic);
+                    let action = h.act(o, &mut self.rng_heuristic)?;
                     check_heuristic_action(
                         &self.run.env_id,
                         h.name(),
@@ -297,7 +345,7 @@ impl MultiAgentCore {
                         reason: format!("no observation for agent {a:?}, which is to act"),
                     })?;
                     let action = match heuristics.get_mut(&a) {
-                        Some(h) => h.act(o, &mut rng),
+                        Some(h) => h.act(o, &mut rng)?,
                         None => act(&self.map.agent_policy[&a], o, &mut rng)?,
                     };
                     actions.insert(a, action);
@@ -408,6 +456,9 @@ impl MultiAgentCore {
             }
             entries.insert(id, st.entries);
         }
+        for (id, ck) in &self.frozen_checkpoints {
+            files.extend(ck.embedded(&frozen_prefix(id)));
+        }
         let state = SavedMultiAgent {
             core: self.state()?,
             policies: entries,
@@ -446,8 +497,19 @@ pub struct MultiAgentCheckpoint {
 
 impl MultiAgentCheckpoint {
     /// Reads checkpoint `dir`, which `algorithm` must have written.
+    /// A frozen policy's checkpoint embedded in it replaces the original in [`run`](Self::run).
     pub fn read(dir: &std::path::Path, algorithm: &str) -> Result<Self, RlError> {
-        let (ck, run) = read_run(dir, algorithm)?;
+        let (ck, mut run) = read_run(dir, algorithm)?;
+        if let Some(ma) = run.multi_agent.as_mut() {
+            for (id, spec) in ma.policies.iter_mut() {
+                let prefix = frozen_prefix(id);
+                if spec.checkpoint.is_some()
+                    && ck.has(&format!("{prefix}/{}", crate::checkpoint::MANIFEST))
+                {
+                    spec.checkpoint = Some(ck.dir.join(prefix));
+                }
+            }
+        }
         let s: SavedMultiAgent = read_json(&ck, "state.json")?;
         Ok(Self {
             ck,

@@ -10,14 +10,14 @@
 //! time) into a multi-agent env in which only the agent to move acts; [`IndependentCopies`] is
 //! RLlib's `make_multi_agent` (N copies of a single-agent env, agents `"0"`, `"1"`, …);
 //! [`MultiAgentVecEnv`] steps several multi-agent envs with same-step auto-reset, as
-//! [`crate::vec_env::VecEnv`] does for single-agent ones; [`HeuristicPolicy`] is a built-in,
-//! untrained policy (an opponent) an env can offer.
+//! [`crate::vec_env::VecEnv`] does for single-agent ones; [`HeuristicPolicy`] is a policy that
+//! acts without learning: a built-in one an env offers (an opponent) or a saved checkpoint.
 
 pub mod core;
 
 pub use self::core::{
-    HeuristicMaker, MultiAgentCheckpoint, MultiAgentCore, MultiAgentCoreState, MultiAgentEnvMaker,
-    learned_policy, policy_field,
+    FrozenMaker, FrozenSource, MultiAgentCheckpoint, MultiAgentCore, MultiAgentCoreState,
+    MultiAgentEnvMaker, learned_policy, policy_field,
 };
 
 use crate::env::{Env, EnvError, Info, Kwargs, check_action, snap_field};
@@ -860,16 +860,17 @@ impl MultiAgentVecEnv {
 // Built-in policies
 // ------------------------------------------------------------------------------------------
 
-/// A fixed, untrained policy for one agent (an opponent such as rock-paper-scissors'
-/// `beat_last`), drawing from the generator it is given. One instance plays one agent in one
-/// env, so it may remember the episode so far.
+/// A fixed policy for one agent that never learns: a built-in one (an opponent such as
+/// rock-paper-scissors' `beat_last`), drawing from the generator it is given, or a policy
+/// loaded from a checkpoint. One instance plays one agent in one env, so it may remember the
+/// episode so far.
 pub trait HeuristicPolicy: Send {
     /// The policy's name (`always_same`, `beat_last`, …).
     fn name(&self) -> &str;
     /// A new episode begins.
     fn reset(&mut self, _rng: &mut Rng) {}
     /// The action for `obs` (raw encodings).
-    fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Vec<f32>;
+    fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Result<Vec<f32>, crate::algorithm::RlError>;
     /// A fresh instance of the same policy (for another env, e.g. an evaluation env).
     fn fresh(&self) -> Box<dyn HeuristicPolicy>;
     /// What the policy remembers of the episode, for checkpoints.
@@ -982,9 +983,13 @@ pub struct PolicySpec {
     /// A built-in policy of the env (e.g. `rps_v2`'s `beat_last`); never trained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heuristic: Option<String>,
-    /// A checkpoint directory whose policy acts, frozen (any algorithm with the agents' spaces).
+    /// A checkpoint directory whose policy acts, frozen and deterministic (any algorithm with
+    /// the agents' spaces; a multi-agent checkpoint gives its policy `checkpoint_policy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<std::path::PathBuf>,
+    /// Which policy of a multi-agent `checkpoint` acts (default: the one with this id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_policy: Option<String>,
 }
 
 impl PolicySpec {
@@ -1076,6 +1081,12 @@ impl MultiAgentConfig {
                 return Err(ma_err(
                     &format!("policies.{id}"),
                     "a policy is a heuristic or a checkpoint, not both".into(),
+                ));
+            }
+            if p.checkpoint_policy.is_some() && p.checkpoint.is_none() {
+                return Err(ma_err(
+                    &format!("policies.{id}.checkpoint_policy"),
+                    "names a policy of a multi-agent `checkpoint`, which is not given".into(),
                 ));
             }
             if p.is_frozen() && !p.algo_kwargs.is_empty() {

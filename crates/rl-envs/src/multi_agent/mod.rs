@@ -14,8 +14,10 @@ pub mod rps;
 pub mod spread;
 pub mod two_step;
 
+use rl_core::algorithm::RlError;
+use rl_core::config::ConfigError;
 use rl_core::env::{EnvError, Kwargs, kwarg};
-use rl_core::multi_agent::{HeuristicPolicy, IndependentCopies, MultiAgentEnv};
+use rl_core::multi_agent::{FrozenSource, HeuristicPolicy, IndependentCopies, MultiAgentEnv};
 
 type Factory = fn(&Kwargs) -> Result<Box<dyn MultiAgentEnv>, EnvError>;
 
@@ -76,6 +78,23 @@ pub fn make_multi_agent(
         &format!("MultiAgent[{env_id}]"),
         copies,
     )?))
+}
+
+/// A frozen policy of a multi-agent run ([`rl_core::multi_agent::FrozenMaker`]) from the
+/// env's heuristics only: a checkpoint needs every algorithm, so the facade `rl` loads those
+/// (`rl::frozen_policy`), and here it is an error.
+pub fn frozen(
+    env_id: &str,
+    kwargs: &Kwargs,
+    source: FrozenSource<'_>,
+) -> Result<Box<dyn HeuristicPolicy>, RlError> {
+    match source {
+        FrozenSource::Heuristic(name) => Ok(heuristic(env_id, kwargs, name)?),
+        FrozenSource::Checkpoint { dir, .. } => Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            "a policy loaded from a checkpoint needs the `rl` crate's `rl::frozen_policy`",
+        ))),
+    }
 }
 
 /// The built-in policy `name` for an agent of env `env_id` (`rps_v2`: `always_same`,

@@ -1,6 +1,7 @@
 //! PettingZoo's `rps_v2` (pettingzoo 1.27.0) through its Parallel API, and RLlib's two
 //! heuristic opponents for it.
 
+use rl_core::algorithm::RlError;
 use rl_core::env::{EnvError, Info, Kwargs, check_kwargs, kwarg, snap_field};
 use rl_core::multi_agent::{
     AgentId, AgentMap, AgentTable, HeuristicPolicy, MultiAgentEnv, MultiStep, check_actions,
@@ -199,10 +200,10 @@ impl HeuristicPolicy for AlwaysSame {
             })?;
         Ok(())
     }
-    fn act(&mut self, _obs: &[f32], rng: &mut Rng) -> Vec<f32> {
+    fn act(&mut self, _obs: &[f32], rng: &mut Rng) -> Result<Vec<f32>, RlError> {
         let n = self.num_actions as u64;
         let m = *self.choice.get_or_insert_with(|| rng.below(n) as usize);
-        vec![m as f32]
+        Ok(vec![m as f32])
     }
 }
 
@@ -226,14 +227,23 @@ impl HeuristicPolicy for BeatLast {
     fn fresh(&self) -> Box<dyn HeuristicPolicy> {
         Box::new(Self::new(self.num_actions))
     }
-    fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Vec<f32> {
-        let last = obs[0] as usize;
-        let m = if last >= self.num_actions {
+    fn act(&mut self, obs: &[f32], rng: &mut Rng) -> Result<Vec<f32>, RlError> {
+        let &[last] = obs else {
+            return Err(EnvError::BadOutput {
+                env: ID.into(),
+                reason: format!(
+                    "beat_last reads one observation (the opponent's last move), got {}",
+                    obs.len()
+                ),
+            }
+            .into());
+        };
+        let m = if last as usize >= self.num_actions {
             rng.below(self.num_actions as u64) as usize
         } else {
-            beating(last, self.num_actions)
+            beating(last as usize, self.num_actions)
         };
-        vec![m as f32]
+        Ok(vec![m as f32])
     }
 }
 
@@ -268,8 +278,8 @@ mod tests {
         let (mut obs, _) = env.reset(None, None).unwrap();
         let mut total = 0.0;
         for round in 0..15 {
-            let a = same.act(&obs["player_0"], &mut rng);
-            let b = beat.act(&obs["player_1"], &mut rng);
+            let a = same.act(&obs["player_0"], &mut rng).unwrap();
+            let b = beat.act(&obs["player_1"], &mut rng).unwrap();
             let s = env
                 .step(&AgentMap::from([
                     ("player_0".into(), a),

@@ -1,0 +1,115 @@
+//! Frozen policies of multi-agent runs loaded from checkpoints of any algorithm
+//! (`multi_agent.policies.<id>.checkpoint`).
+
+use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::burn::tensor::Device;
+use rl_core::config::ConfigError;
+use rl_core::env::Kwargs;
+use rl_core::multi_agent::{FrozenSource, HeuristicPolicy, MultiAgentAlgorithm};
+use rl_core::rng::Rng;
+use rl_core::spaces::Space;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The algorithm behind a checkpoint policy.
+enum Loaded {
+    /// A single-agent run's policy.
+    Single(Box<dyn Algorithm + Send>),
+    /// Policy `.1` of a multi-agent run.
+    Multi(Box<dyn MultiAgentAlgorithm + Send>, String),
+}
+
+/// A checkpoint's policy acting deterministically (its mode), so that a resumed run replays
+/// it exactly. Every agent it acts for shares the loaded algorithm: it keeps no state between
+/// steps (recurrent checkpoints are refused).
+struct CheckpointPolicy {
+    name: String,
+    loaded: Arc<Mutex<Loaded>>,
+}
+
+impl HeuristicPolicy for CheckpointPolicy {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn act(&mut self, obs: &[f32], _rng: &mut Rng) -> Result<Vec<f32>, RlError> {
+        // A panic elsewhere while holding the lock leaves nothing half-updated here: acting
+        // only reads the weights.
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *loaded {
+            Loaded::Single(a) => a.predict(obs, true),
+            Loaded::Multi(a, policy) => a.predict(policy, obs, true),
+        }
+    }
+    fn fresh(&self) -> Box<dyn HeuristicPolicy> {
+        Box::new(CheckpointPolicy {
+            name: self.name.clone(),
+            loaded: self.loaded.clone(),
+        })
+    }
+}
+
+fn mismatch(dir: &Path, what: &str, theirs: &Space, ours: &Space) -> RlError {
+    RlError::Config(ConfigError::new(
+        dir.display().to_string(),
+        format!("its policy's {what} space is {theirs:?}, the agents' is {ours:?}"),
+    ))
+}
+
+/// A frozen policy of a multi-agent run ([`rl_core::multi_agent::FrozenMaker`]): an env's
+/// heuristic, or the policy of a checkpoint of any algorithm (a single-agent run's, or policy
+/// `policy` of a multi-agent run's), checked against the agents' spaces. Loading keeps the
+/// run's kernel level; the policy acts on `device`.
+pub fn frozen_policy(
+    env_id: &str,
+    kwargs: &Kwargs,
+    source: FrozenSource<'_>,
+    device: &Device,
+) -> Result<Box<dyn HeuristicPolicy>, RlError> {
+    let FrozenSource::Checkpoint {
+        dir,
+        policy,
+        observation_space,
+        action_space,
+    } = source
+    else {
+        return rl_envs::multi_agent::frozen(env_id, kwargs, source);
+    };
+    let ck = rl_core::checkpoint::read_checkpoint(dir)?;
+    let run = rl_core::checkpoint::read_run_config(&ck)?;
+    let (loaded, (obs, act)) = if crate::is_multi_agent(&run) {
+        let a = crate::load_multi_agent_as_saved(dir, &ck.algorithm, device)?;
+        if !a.core().learned_ids().iter().any(|id| id == policy) {
+            return Err(RlError::Config(ConfigError::new(
+                dir.display().to_string(),
+                format!(
+                    "a multi-agent checkpoint without a learned policy {policy:?} (learned: {}); \
+                     set checkpoint_policy",
+                    a.core().learned_ids().join(", ")
+                ),
+            )));
+        }
+        let spaces = a.core().spaces_of(policy)?;
+        (Loaded::Multi(a, policy.to_string()), spaces)
+    } else {
+        if ck.algorithm == "recurrent_ppo" {
+            return Err(RlError::Config(ConfigError::new(
+                dir.display().to_string(),
+                "a recurrent policy cannot act frozen in a multi-agent run yet (its state would \
+                 be shared by every agent)",
+            )));
+        }
+        let a = crate::load_as_saved(dir, &ck.algorithm, device)?;
+        let spaces = (a.observation_space().clone(), a.action_space().clone());
+        (Loaded::Single(a), spaces)
+    };
+    if &obs != observation_space {
+        return Err(mismatch(dir, "observation", &obs, observation_space));
+    }
+    if &act != action_space {
+        return Err(mismatch(dir, "action", &act, action_space));
+    }
+    Ok(Box::new(CheckpointPolicy {
+        name: format!("checkpoint {}", dir.display()),
+        loaded: Arc::new(Mutex::new(loaded)),
+    }))
+}
