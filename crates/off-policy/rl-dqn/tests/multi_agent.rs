@@ -103,7 +103,14 @@ fn metrics_are_per_policy_and_each_replay_holds_its_agents_transitions() {
 }
 
 #[test]
-fn n_step_returns_and_mixed_train_freq_are_refused_by_name() {
+fn n_step_returns_mixed_train_freq_and_a_centralized_critic_are_refused_by_name() {
+    let mut run = config(&[]);
+    run.multi_agent.as_mut().unwrap().centralized_critic = true;
+    let e = build(&run).err().unwrap().to_string();
+    assert!(
+        e.contains("multi_agent.centralized_critic") && e.contains("on-policy"),
+        "{e}"
+    );
     let e = build(&config(&["algo_kwargs.n_step=3".into()]))
         .err()
         .unwrap()

@@ -103,6 +103,20 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         make_frozen: FrozenMaker<'_>,
         device: &Device,
     ) -> Result<Self, RlError> {
+        if run
+            .multi_agent
+            .as_ref()
+            .is_some_and(|m| m.centralized_critic)
+        {
+            return Err(ConfigError::new(
+                "multi_agent.centralized_critic",
+                format!(
+                    "a centralized critic is an on-policy option (ppo, a2c), not {}'s",
+                    L::NAME
+                ),
+            )
+            .into());
+        }
         let core = MultiAgentCore::new(run, make_env, make_frozen)?;
         let mut learned = BTreeMap::new();
         let mut train_freq = None;

@@ -333,6 +333,18 @@ pub trait PolicyFor<C>: Module + RolloutPolicy + Sync + Sized {
         rng: &mut Rng,
         device: &Device,
     ) -> Result<Self, String>;
+    /// A fresh network whose critic is centralized (MAPPO): the actor reads `obs_space`, the
+    /// critic that and `critic_extra` more features after it. Policies without one refuse.
+    fn centralized_for_config(
+        _cfg: &C,
+        _obs_space: &Space,
+        _critic_extra: usize,
+        _act_space: &Space,
+        _rng: &mut Rng,
+        _device: &Device,
+    ) -> Result<Self, String> {
+        Err("this algorithm's policy has no centralized critic".into())
+    }
 }
 
 impl<C: ActorCriticConfig> PolicyFor<C> for ActorCritic {
@@ -349,6 +361,26 @@ impl<C: ActorCriticConfig> PolicyFor<C> for ActorCritic {
             act_space,
             cfg.policy_kwargs(),
             use_sde,
+            rng,
+            device,
+        )
+    }
+    fn centralized_for_config(
+        cfg: &C,
+        obs_space: &Space,
+        critic_extra: usize,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
+        if cfg.rollout_settings().sde_sample_freq.is_some() {
+            return Err("use_sde: gSDE with a centralized critic is not supported".into());
+        }
+        ActorCritic::centralized(
+            obs_space,
+            critic_extra,
+            act_space,
+            cfg.policy_kwargs(),
             rng,
             device,
         )

@@ -18,7 +18,7 @@
 //! `policies/<id>/episodic_return` (the sum over that policy's agents) and each learner's
 //! metrics under `policies/<id>/`.
 
-use crate::agent::{BuildContext, OnPolicyConfig, OnPolicyLearner, RolloutSettings};
+use crate::agent::{BuildContext, OnPolicyConfig, OnPolicyLearner, PolicyFor, RolloutSettings};
 use crate::rollout::{RolloutPolicy, tensor2};
 use rl_core::batch::{flatten_batch, host};
 use rl_core::buffers::RolloutBuffer;
@@ -48,6 +48,9 @@ pub struct LearnedPolicy<L> {
     settings: RolloutSettings,
     obs_space: Space,
     act_space: Space,
+    /// With a centralized critic, how many features its input has after the agent's own
+    /// observation (every agent's observation); 0 without.
+    critic_extra: usize,
 }
 
 /// One agent step waiting for its bootstrap, or done.
@@ -92,6 +95,9 @@ pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
     n_steps: usize,
     rng_policy: Rng,
     infer: Device,
+    /// Every agent and its observation space, in `possible_agents` order (what a
+    /// centralized critic reads).
+    agent_obs_spaces: Vec<(AgentId, Space)>,
 }
 
 impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
@@ -108,6 +114,20 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         let autodiff = device.clone().autodiff();
         let mut learned = BTreeMap::new();
         let mut n_steps = None;
+        let possible = core.possible();
+        let agent_obs_spaces = possible
+            .iter()
+            .map(|a| Ok((a.clone(), core.envs.observation_space(a)?.clone())))
+            .collect::<Result<Vec<_>, RlError>>()?;
+        let centralized = run
+            .multi_agent
+            .as_ref()
+            .is_some_and(|m| m.centralized_critic);
+        let critic_extra = if centralized {
+            agent_obs_spaces.iter().map(|(_, s)| s.flat_dim()).sum()
+        } else {
+            0
+        };
         for id in core.learned_ids() {
             let cfg = L::Config::from_kwargs(&core.policy_kwargs(&id))
                 .map_err(|e| policy_field(&id, e))?;
@@ -138,14 +158,23 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             L::check_action_space(&act_space)
                 .map_err(|e| ConfigError::new(field("algorithm"), e))?;
             let prun = core.policy_run(&id);
-            let policy = L::make_policy(
-                &cfg,
-                &obs_space,
-                &act_space,
-                &mut Rng::for_stream(prun.seed, "init"),
-                &autodiff,
-            )
-            .map_err(|e| ConfigError::new(format!("multi_agent.policies.{id}"), e))?;
+            let mut init = Rng::for_stream(prun.seed, "init");
+            let policy = if centralized {
+                <L::Policy as PolicyFor<L::Config>>::centralized_for_config(
+                    &cfg,
+                    &obs_space,
+                    critic_extra,
+                    &act_space,
+                    &mut init,
+                    &autodiff,
+                )
+                .map_err(|e| {
+                    ConfigError::new(format!("multi_agent.centralized_critic (policy {id})"), e)
+                })?
+            } else {
+                L::make_policy(&cfg, &obs_space, &act_space, &mut init, &autodiff)
+                    .map_err(|e| ConfigError::new(format!("multi_agent.policies.{id}"), e))?
+            };
             if policy.state_dim() > 0 {
                 return Err(ConfigError::new(
                     format!("multi_agent.policies.{id}"),
@@ -168,10 +197,10 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                     settings,
                     obs_space,
                     act_space,
+                    critic_extra,
                 },
             );
         }
-        let possible = core.possible();
         let rows = (0..core.envs.num_envs())
             .map(|_| {
                 possible
@@ -194,6 +223,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             n_steps: n_steps.unwrap_or(1),
             rng_policy: Rng::for_stream(run.seed, "policy"),
             infer: device.clone(),
+            agent_obs_spaces,
         })
     }
 }
@@ -221,27 +251,20 @@ struct Acting {
 
 fn act_batch(
     policy: &(impl RolloutPolicy + Module),
-    obs_space: &Space,
-    raw: &[f32],
+    flat: Vec<f32>,
     n: usize,
     device: &Device,
     rng: &mut Rng,
-    deterministic: bool,
 ) -> Acting {
-    let mut flat = Vec::new();
-    flatten_batch(obs_space, raw, &mut flat);
-    let out = policy.step(
-        tensor2(flat, n, obs_space.flat_dim(), device),
-        &mut [],
-        &vec![0.0; n],
-    );
+    let d = flat.len() / n.max(1);
+    let out = policy.step(tensor2(flat, n, d, device), &mut [], &vec![0.0; n]);
     let params = host(out.params);
     let values = host(out.values);
     let log_std = out.log_std.map(host).unwrap_or_default();
     let mut actions = Vec::new();
     let log_probs = policy
         .dist()
-        .sample(&params, &log_std, rng, deterministic, &mut actions);
+        .sample(&params, &log_std, rng, false, &mut actions);
     Acting {
         actions,
         values,
@@ -251,18 +274,36 @@ fn act_batch(
 
 fn values_of(
     policy: &(impl RolloutPolicy + Module),
-    obs_space: &Space,
-    raw: &[f32],
+    flat: Vec<f32>,
     n: usize,
     device: &Device,
 ) -> Vec<f32> {
+    let d = flat.len() / n.max(1);
+    policy.values_from(tensor2(flat, n, d, device), &[], &vec![0.0; n])
+}
+
+/// Actions of the actor alone for `n` raw observations of `lp`'s agents (no values: a
+/// centralized critic's input is not needed), clipped to the action bounds.
+fn actor_actions<L: OnPolicyLearner>(
+    lp: &LearnedPolicy<L>,
+    raw: &[f32],
+    n: usize,
+    device: &Device,
+    rng: &mut Rng,
+    deterministic: bool,
+) -> Vec<f32> {
     let mut flat = Vec::new();
-    flatten_batch(obs_space, raw, &mut flat);
-    policy.values_from(
-        tensor2(flat, n, obs_space.flat_dim(), device),
-        &[],
+    flatten_batch(&lp.obs_space, raw, &mut flat);
+    let d = lp.obs_space.flat_dim();
+    let mut a = lp.learner.policy().valid().sample_actions(
+        tensor2(flat, n, d, device),
+        &mut [],
         &vec![0.0; n],
-    )
+        rng,
+        deterministic,
+    );
+    lp.act_space.clip_to_bounds(&mut a);
+    a
 }
 
 fn flat_obs(space: &Space, raw: &[f32]) -> Vec<f32> {
@@ -286,38 +327,71 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         &self.core.run
     }
 
+    /// What agent `a`'s learner reads when the agents see `obs` (one env's observations):
+    /// its own observation flattened, and with a centralized critic every agent's after it.
+    fn learner_input(&self, lp: &LearnedPolicy<L>, a: &str, obs: &AgentMap<Vec<f32>>) -> Vec<f32> {
+        let mut input = flat_obs(&lp.obs_space, &obs[a]);
+        if lp.critic_extra > 0 {
+            for (b, space) in &self.agent_obs_spaces {
+                match obs.get(b) {
+                    Some(o) => space.flatten(o, &mut input),
+                    None => input.extend(std::iter::repeat_n(0.0, space.flat_dim())),
+                }
+            }
+        }
+        input
+    }
+
+    /// The learner inputs of `who` (env, agent) of policy `lp`, from each env's observations
+    /// `obs(i)`, one after the other.
+    fn learner_inputs<'o>(
+        &self,
+        lp: &LearnedPolicy<L>,
+        who: &[(usize, AgentId)],
+        obs: impl Fn(usize) -> &'o AgentMap<Vec<f32>>,
+    ) -> Vec<Vec<f32>> {
+        who.iter()
+            .map(|(i, a)| self.learner_input(lp, a, obs(*i)))
+            .collect()
+    }
+
     /// Chooses the actions of every agent to act in every env: learned policies in one batch
     /// each, heuristics per agent. Returns the env actions and, per learned agent, its row
-    /// data `(value, log_prob, raw action)`.
+    /// data `(value, log_prob, raw action, learner input)`.
     #[allow(clippy::type_complexity)]
     fn choose(
         &mut self,
-    ) -> Result<(Vec<AgentMap<Vec<f32>>>, Vec<AgentMap<(f32, f32, Vec<f32>)>>), RlError> {
+    ) -> Result<
+        (
+            Vec<AgentMap<Vec<f32>>>,
+            Vec<AgentMap<(f32, f32, Vec<f32>, Vec<f32>)>>,
+        ),
+        RlError,
+    > {
         let n = self.core.envs.num_envs();
         let mut env_actions = vec![AgentMap::new(); n];
         let mut learned_rows = vec![AgentMap::new(); n];
         for (id, lp) in &self.learned {
-            let (who, raw) = self.core.to_act(id);
+            let (who, _) = self.core.to_act(id);
             if who.is_empty() {
                 continue;
             }
+            let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
             let valid = lp.learner.policy().valid();
             let out = act_batch(
                 &valid,
-                &lp.obs_space,
-                &raw,
+                inputs.concat(),
                 who.len(),
                 &self.infer,
                 &mut self.rng_policy,
-                false,
             );
             let ad = lp.act_space.raw_dim();
-            for (k, (i, a)) in who.into_iter().enumerate() {
+            for (k, ((i, a), input)) in who.into_iter().zip(inputs).enumerate() {
                 let action = out.actions[k * ad..(k + 1) * ad].to_vec();
                 let mut clipped = action.clone();
                 lp.act_space.clip_to_bounds(&mut clipped);
                 env_actions[i].insert(a.clone(), clipped);
-                learned_rows[i].insert(a, (out.values[k], out.log_probs[k], action));
+                learned_rows[i].insert(a, (out.values[k], out.log_probs[k], action, input));
             }
         }
         self.core.heuristic_actions(&mut env_actions)?;
@@ -350,14 +424,10 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         }
         for (id, who) in truncated {
             let lp = &self.learned[&id];
-            let raw: Vec<f32> = who
-                .iter()
-                .flat_map(|(i, a)| self.core.envs.last(*i).obs[a].iter().copied())
-                .collect();
+            let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.last(i).obs);
             let v = values_of(
                 &lp.learner.policy().valid(),
-                &lp.obs_space,
-                &raw,
+                inputs.concat(),
                 who.len(),
                 &self.infer,
             );
@@ -398,7 +468,10 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     fn policy_buffer(&mut self, id: &str) -> Option<RolloutBuffer> {
         let lp = &self.learned[id];
         let (gamma, lambda) = (lp.settings.gamma as f32, lp.settings.gae_lambda as f32);
-        let (od, ad) = (lp.obs_space.flat_dim(), lp.act_space.raw_dim());
+        let (od, ad) = (
+            lp.obs_space.flat_dim() + lp.critic_extra,
+            lp.act_space.raw_dim(),
+        );
         let mut chains = Vec::new();
         for env_rows in &mut self.rows {
             for (a, slot) in env_rows.iter_mut() {
@@ -481,23 +554,21 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         let mut episodes: Vec<MultiAgentEpisode> = Vec::new();
         for _ in 0..self.n_steps {
             let (actions, learned_rows) = self.choose()?;
-            for (i, rows) in learned_rows.iter().enumerate() {
-                for (a, (value, log_prob, action)) in rows {
-                    let lp = &self.learned[&self.core.map.agent_policy[a]];
-                    let obs = flat_obs(&lp.obs_space, &self.core.envs.obs()[i][a]);
-                    let slot = self.rows[i].get_mut(a).expect("every agent has rows");
+            for (i, rows) in learned_rows.into_iter().enumerate() {
+                for (a, (value, log_prob, action, obs)) in rows {
+                    let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
                     // The previous row of this agent bootstraps from this step's value.
                     if let Some(mut prev) = slot.open.take() {
-                        prev.next_value = *value;
+                        prev.next_value = value;
                         prev.successor = true;
                         slot.closed.push(prev);
                     }
                     slot.open = Some(Row {
                         obs,
-                        action: action.clone(),
+                        action,
                         reward: 0.0,
-                        value: *value,
-                        log_prob: *log_prob,
+                        value,
+                        log_prob,
                         episode_start: std::mem::take(&mut slot.starting),
                         boot: 0.0,
                         next_value: 0.0,
@@ -512,25 +583,19 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         // The rollout ends: agents about to act bootstrap from their current observations.
         let ids: Vec<String> = self.learned.keys().cloned().collect();
         for id in &ids {
-            let (who, raw) = self.core.to_act(id);
-            let (who, raw): (Vec<_>, Vec<_>) = {
-                let lp = &self.learned[id];
-                let d = lp.obs_space.raw_dim();
-                who.into_iter()
-                    .enumerate()
-                    .filter(|(_, (i, a))| self.rows[*i][a].open.is_some())
-                    .map(|(k, w)| (w, raw[k * d..(k + 1) * d].to_vec()))
-                    .unzip()
-            };
+            let (who, _) = self.core.to_act(id);
+            let who: Vec<_> = who
+                .into_iter()
+                .filter(|(i, a)| self.rows[*i][a].open.is_some())
+                .collect();
             if who.is_empty() {
                 continue;
             }
-            let raw: Vec<f32> = raw.concat();
             let lp = &self.learned[id];
+            let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
             let v = values_of(
                 &lp.learner.policy().valid(),
-                &lp.obs_space,
-                &raw,
+                inputs.concat(),
                 who.len(),
                 &self.infer,
             );
@@ -564,17 +629,14 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
     fn predict(&mut self, id: &str, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let lp = learned_policy(&self.learned, id)?;
         let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
-        let mut out = act_batch(
-            &lp.learner.policy().valid(),
-            &lp.obs_space,
+        Ok(actor_actions(
+            lp,
             obs,
             n,
             &self.infer,
             &mut self.rng_policy,
             deterministic,
-        );
-        lp.act_space.clip_to_bounds(&mut out.actions);
-        Ok(out.actions)
+        ))
     }
     fn evaluate(
         &mut self,
@@ -585,18 +647,14 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
     ) -> Result<MultiAgentEval, RlError> {
         let (learned, infer) = (&self.learned, &self.infer);
         self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
-            let lp = &learned[id];
-            let mut out = act_batch(
-                &lp.learner.policy().valid(),
-                &lp.obs_space,
+            Ok(actor_actions(
+                &learned[id],
                 obs,
                 1,
                 infer,
                 rng,
                 deterministic,
-            );
-            lp.act_space.clip_to_bounds(&mut out.actions);
-            Ok(out.actions)
+            ))
         })
     }
     fn save(&self, dir: &Path) -> Result<(), RlError> {

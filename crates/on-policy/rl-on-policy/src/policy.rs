@@ -115,6 +115,11 @@ pub struct ActorCritic {
     /// The distribution family.
     #[module(skip)]
     pub dist: DistKind,
+    /// A centralized critic (MAPPO): the actor reads only the first `actor_inputs` features of
+    /// an observation, the critic all of them (the agent's own observation, then what the
+    /// others see). None: both read the whole observation.
+    #[module(skip)]
+    pub actor_inputs: Option<usize>,
 }
 
 impl ActorCritic {
@@ -129,9 +134,54 @@ impl ActorCritic {
         Self::with_sde(obs_space, action_space, kw, false, rng, device)
     }
 
+    /// A policy with a centralized critic (MAPPO): the actor reads `obs_space` (flattened), the
+    /// critic that and `critic_extra` more features after it. Needs separate trunks and no
+    /// gSDE.
+    pub fn centralized(
+        obs_space: &Space,
+        critic_extra: usize,
+        action_space: &Space,
+        kw: &PolicyKwargs,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
+        if kw.shared {
+            return Err(
+                "policy_kwargs.shared: a centralized critic needs separate policy and value trunks"
+                    .into(),
+            );
+        }
+        let d_pi = obs_space.flat_dim();
+        let mut me = Self::build(
+            d_pi,
+            d_pi + critic_extra,
+            action_space,
+            kw,
+            false,
+            rng,
+            device,
+        )?;
+        me.actor_inputs = Some(d_pi);
+        Ok(me)
+    }
+
     /// [`new`](Self::new), with gSDE exploration when `use_sde` (Box action spaces only).
     pub fn with_sde(
         obs_space: &Space,
+        action_space: &Space,
+        kw: &PolicyKwargs,
+        use_sde: bool,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self, String> {
+        let d_in = obs_space.flat_dim();
+        Self::build(d_in, d_in, action_space, kw, use_sde, rng, device)
+    }
+
+    /// The networks for `d_pi` actor and `d_vf` critic inputs.
+    fn build(
+        d_pi: usize,
+        d_vf: usize,
         action_space: &Space,
         kw: &PolicyKwargs,
         use_sde: bool,
@@ -145,13 +195,12 @@ impl ActorCritic {
                 action_space.describe()
             ));
         }
-        let d_in = obs_space.flat_dim();
         let (pi_h, vf_h) = match &kw.net_arch {
             NetArch::Same(h) => (h.clone(), h.clone()),
             NetArch::Split { pi, vf } => (pi.clone(), vf.clone()),
         };
         // SB3: orthogonal init with its gains, or torch's default init (`ortho_init: false`).
-        let trunk = |hidden: Vec<usize>, rng: &mut Rng| {
+        let trunk = |d_in: usize, hidden: Vec<usize>, rng: &mut Rng| {
             let cfg = MlpConfig {
                 d_input: d_in,
                 hidden,
@@ -173,17 +222,17 @@ impl ActorCritic {
                 rl_core::nn::linear_torch_default(d_in, d_out, rng, device)
             }
         };
-        let pi = trunk(pi_h.clone(), rng);
+        let pi = trunk(d_pi, pi_h.clone(), rng);
         let vf = if kw.shared {
             None
         } else {
-            Some(trunk(vf_h.clone(), rng))
+            Some(trunk(d_vf, vf_h.clone(), rng))
         };
-        let pi_out = pi_h.last().copied().unwrap_or(d_in);
+        let pi_out = pi_h.last().copied().unwrap_or(d_pi);
         let vf_out = if kw.shared {
             pi_out
         } else {
-            vf_h.last().copied().unwrap_or(d_in)
+            vf_h.last().copied().unwrap_or(d_vf)
         };
         let action_net = head(pi_out, dist.param_dim(), 0.01, rng);
         let value_net = head(vf_out, 1, kw.value_gain, rng);
@@ -226,12 +275,25 @@ impl ActorCritic {
             sde_log_std,
             sde,
             dist,
+            actor_inputs: None,
         })
+    }
+
+    /// What the actor reads of `obs`: all of it, or with a centralized critic its first
+    /// `actor_inputs` features (an observation of just that width passes as it is).
+    pub fn actor_view(&self, obs: Tensor<2>) -> Tensor<2> {
+        match self.actor_inputs {
+            Some(k) if obs.dims()[1] != k => {
+                let b = obs.dims()[0];
+                obs.slice([0..b, 0..k])
+            }
+            _ => obs,
+        }
     }
 
     /// Forward pass on flattened observations `[B, obs_flat_dim]`.
     pub fn forward(&self, obs: Tensor<2>) -> PolicyOutput {
-        let latent_pi = self.pi.forward(obs.clone());
+        let latent_pi = self.pi.forward(self.actor_view(obs.clone()));
         let latent_vf = match &self.vf {
             Some(vf) => vf.forward(obs),
             None => latent_pi.clone(),
@@ -287,7 +349,7 @@ impl ActorCritic {
     /// With gSDE a fresh exploration matrix is drawn for each row.
     pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
         // The actor only: predict needs no values.
-        let latent = self.pi.forward(obs);
+        let latent = self.pi.forward(self.actor_view(obs));
         let params = crate::rollout::host(self.action_net.forward(latent.clone()));
         let mut actions = Vec::new();
         if let Some(noise) = self.sde_noise(params.len(), rng) {
@@ -357,7 +419,7 @@ impl ActorCritic {
             (y, dy)
         };
         let act = self.pi.activation;
-        let (mut h, mut dh) = (obs, None);
+        let (mut h, mut dh) = (self.actor_view(obs), None);
         for (l, t) in self.pi.layers.iter().zip(&tangent.pi.layers) {
             let (pre, dpre) = linear(l, t, h, dh);
             let out = act.forward(pre.clone());
@@ -401,7 +463,7 @@ impl ActorCritic {
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
         let latent = match &self.vf {
             Some(vf) => vf.forward(obs),
-            None => self.pi.forward(obs),
+            None => self.pi.forward(self.actor_view(obs)),
         };
         self.value_net.forward(latent).squeeze_dim::<1>(1)
     }
@@ -412,7 +474,7 @@ impl ActorCritic {
         obs: Tensor<2>,
         actions: Tensor<2>,
     ) -> (Tensor<1>, Option<Tensor<1>>) {
-        let latent = self.pi.forward(obs);
+        let latent = self.pi.forward(self.actor_view(obs));
         let log_std = self.dist_log_std(&latent);
         let params = self.action_net.forward(latent);
         let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);

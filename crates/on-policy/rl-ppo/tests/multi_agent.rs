@@ -3,6 +3,7 @@
 //! refused by name. The multi-agent learning tests are in `learning.rs`.
 
 use rl_core::algorithm::Learner;
+use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::config::RunConfig;
 use rl_core::env::Kwargs;
@@ -186,4 +187,58 @@ fn resume_is_bit_identical() {
         .unwrap(),
     );
     assert_resumes(&run, (2, 3), "rps");
+}
+
+#[test]
+fn resume_with_a_centralized_critic_is_bit_identical() {
+    let run = config(
+        "ppo_simple_spread_mappo.yaml",
+        &[
+            "n_envs=2".into(),
+            "algo_kwargs.n_steps=30".into(),
+            "algo_kwargs.batch_size=60".into(),
+            "algo_kwargs.n_epochs=2".into(),
+        ],
+    );
+    assert_resumes(&run, (2, 2), "mappo");
+}
+
+/// MAPPO: the critic reads the agent's own observation and then every agent's; the actor
+/// reads only its own, so what the others see moves the value and not the action.
+#[test]
+fn a_centralized_critic_sees_every_agent_and_the_actor_only_its_own() {
+    use rl_core::burn::tensor::{Tensor, TensorData};
+    let run = config(
+        "ppo_two_step_game_mappo.yaml",
+        &["n_envs=2".into(), "algo_kwargs.n_steps=4".into()],
+    );
+    let mut ma = build(&run).unwrap();
+    // Two-step game observations are Discrete(6), one-hot: 6 own + 2 × 6 for the critic.
+    let p = ma.learned()["p0"].learner.policy();
+    assert_eq!(p.actor_inputs, Some(6));
+    assert_eq!(p.pi.layers[0].weight.dims()[0], 6);
+    assert_eq!(p.vf.as_ref().unwrap().layers[0].weight.dims()[0], 18);
+    let input = |own: usize, other: usize| {
+        let mut x = vec![0.0f32; 18];
+        x[own] = 1.0;
+        x[6 + own] = 1.0;
+        x[12 + other] = 1.0;
+        Tensor::<2>::from_data(TensorData::new(x, [1, 18]), &Device::flex())
+    };
+    let valid = p.valid();
+    let (a, b) = (valid.forward(input(0, 0)), valid.forward(input(0, 3)));
+    let host = |t: Tensor<2>| rl_core::batch::host(t);
+    assert_eq!(
+        host(a.params),
+        host(b.params),
+        "the actor ignores the others"
+    );
+    let (va, vb) = (
+        rl_core::batch::host(a.values),
+        rl_core::batch::host(b.values),
+    );
+    assert_ne!(va, vb, "the critic sees the other agent");
+    // Training stores the critic's input: the update runs on 18-wide rows.
+    let m = ma.train().unwrap();
+    assert!(m.contains_key("policies/p0/losses/value_loss"), "{m:?}");
 }

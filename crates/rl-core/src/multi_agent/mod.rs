@@ -1033,6 +1033,11 @@ pub struct MultiAgentConfig {
     /// The policies that learn (default: every policy that is not frozen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policies_to_train: Option<Vec<String>>,
+    /// MAPPO's centralized critic (on-policy algorithms): each learned policy's value
+    /// function sees the agent's own observation followed by every agent's observation
+    /// (`possible_agents` order, zeros for an agent without one); the actor sees only its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub centralized_critic: bool,
 }
 
 /// A [`MultiAgentConfig`] checked against an env: every agent has a policy, every policy id
