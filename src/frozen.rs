@@ -76,6 +76,13 @@ pub fn frozen_policy(
     };
     let ck = rl_core::checkpoint::read_checkpoint(dir)?;
     let run = rl_core::checkpoint::read_run_config(&ck)?;
+    if ck.algorithm == "recurrent_ppo" {
+        return Err(RlError::Config(ConfigError::new(
+            dir.display().to_string(),
+            "a recurrent policy cannot act frozen in a multi-agent run yet (its state would \
+             be shared by every agent)",
+        )));
+    }
     let (loaded, (obs, act)) = if crate::is_multi_agent(&run) {
         let a = crate::load_multi_agent_as_saved(dir, &ck.algorithm, device)?;
         if !a.core().learned_ids().iter().any(|id| id == policy) {
@@ -91,13 +98,6 @@ pub fn frozen_policy(
         let spaces = a.core().spaces_of(policy)?;
         (Loaded::Multi(a, policy.to_string()), spaces)
     } else {
-        if ck.algorithm == "recurrent_ppo" {
-            return Err(RlError::Config(ConfigError::new(
-                dir.display().to_string(),
-                "a recurrent policy cannot act frozen in a multi-agent run yet (its state would \
-                 be shared by every agent)",
-            )));
-        }
         let a = crate::load_as_saved(dir, &ck.algorithm, device)?;
         let spaces = (a.observation_space().clone(), a.action_space().clone());
         (Loaded::Single(a), spaces)

@@ -72,7 +72,7 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 }
 
 /// Algorithms that train multi-agent runs (a `multi_agent:` table or a multi-agent env id).
-pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c", "dqn", "sac"];
+pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c", "recurrent_ppo", "dqn", "sac"];
 
 /// Whether `run` is a multi-agent run: it has a `multi_agent:` table or names a registered
 /// multi-agent env ([`rl_envs::multi_agent_ids`]).
@@ -121,6 +121,9 @@ pub fn build_multi_agent(
         "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::new(
             run, env, heuristic, device,
         )?)),
+        "recurrent_ppo" => Ok(Box::new(MultiAgentOnPolicy::<
+            rl_recurrent_ppo::RecurrentPpoLearner,
+        >::new(run, env, heuristic, device)?)),
         "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::new(
             run, env, heuristic, device,
         )?)),
@@ -167,6 +170,9 @@ fn load_multi_agent_as_saved(
         "a2c" => Ok(Box::new(MultiAgentOnPolicy::<rl_a2c::A2cLearner>::load(
             dir, env, heuristic, device,
         )?)),
+        "recurrent_ppo" => Ok(Box::new(MultiAgentOnPolicy::<
+            rl_recurrent_ppo::RecurrentPpoLearner,
+        >::load(dir, env, heuristic, device)?)),
         "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::load(
             dir, env, heuristic, device,
         )?)),

@@ -408,9 +408,9 @@ impl<L: OffPolicyLearner> MultiAgentAlgorithm for MultiAgentOffPolicy<L> {
             .iter()
             .map(|(id, lp)| (id.clone(), (lp.learner.actor(), &lp.obs_space)))
             .collect();
-        self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
-            let (actor, space) = &actors[id];
-            Ok(actor.act(&flat(space, obs), 1, rng, mode, &progress).0)
+        self.core.evaluate(env, n_episodes, seed, |e| {
+            let (actor, space) = &actors[e.policy];
+            Ok(actor.act(&flat(space, e.obs), 1, e.rng, mode, &progress).0)
         })
     }
     fn save(&self, dir: &Path) -> Result<(), RlError> {

@@ -51,6 +51,8 @@ pub struct LearnedPolicy<L> {
     /// With a centralized critic, how many features its input has after the agent's own
     /// observation (every agent's observation); 0 without.
     critic_extra: usize,
+    /// Floats of recurrent state per agent (0: feed-forward).
+    state_dim: usize,
 }
 
 /// One agent step waiting for its bootstrap, or done.
@@ -68,6 +70,9 @@ struct Row {
     next_value: f32,
     /// The next row of this agent's chain follows this one.
     successor: bool,
+    /// A recurrent policy's state this step started from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    state: Vec<f32>,
 }
 
 /// Each agent's rows of one env: the closed chain of this rollout and the open row.
@@ -77,6 +82,9 @@ struct AgentRows {
     open: Option<Row>,
     /// The agent's next action starts an episode.
     starting: bool,
+    /// A recurrent policy's state after the agent's last step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    state: Vec<f32>,
 }
 
 /// The shell's part of a checkpoint's `state.json` (beside the core's and the learners').
@@ -175,13 +183,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 L::make_policy(&cfg, &obs_space, &act_space, &mut init, &autodiff)
                     .map_err(|e| ConfigError::new(format!("multi_agent.policies.{id}"), e))?
             };
-            if policy.state_dim() > 0 {
-                return Err(ConfigError::new(
-                    format!("multi_agent.policies.{id}"),
-                    "recurrent policies are not supported in multi-agent runs yet",
-                )
-                .into());
-            }
+            let state_dim = policy.state_dim();
             let ctx = BuildContext {
                 device: autodiff.clone(),
                 run: &prun,
@@ -198,6 +200,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                     obs_space,
                     act_space,
                     critic_extra,
+                    state_dim,
                 },
             );
         }
@@ -242,6 +245,19 @@ fn chain_gae(rows: &[Row], gamma: f32, lambda: f32) -> (Vec<f32>, Vec<f32>) {
     (adv, ret)
 }
 
+/// What a learned agent did at a step, for its row.
+#[derive(Clone)]
+struct Acted {
+    value: f32,
+    log_prob: f32,
+    /// The raw sample (Box actions not clipped).
+    action: Vec<f32>,
+    /// What the learner reads (the observation, with a centralized critic's extra).
+    input: Vec<f32>,
+    /// A recurrent policy's state before the step.
+    state: Vec<f32>,
+}
+
 /// What a policy's inference copy gives for a batch of agents.
 struct Acting {
     actions: Vec<f32>,
@@ -249,15 +265,18 @@ struct Acting {
     log_probs: Vec<f32>,
 }
 
+/// Actions, values and log-probs for `n` learner inputs; a recurrent policy advances `state`
+/// (`[n × state_dim]`, already zero where episodes start).
 fn act_batch(
     policy: &(impl RolloutPolicy + Module),
     flat: Vec<f32>,
     n: usize,
+    state: &mut [f32],
     device: &Device,
     rng: &mut Rng,
 ) -> Acting {
     let d = flat.len() / n.max(1);
-    let out = policy.step(tensor2(flat, n, d, device), &mut [], &vec![0.0; n]);
+    let out = policy.step(tensor2(flat, n, d, device), state, &vec![0.0; n]);
     let params = host(out.params);
     let values = host(out.values);
     let log_std = out.log_std.map(host).unwrap_or_default();
@@ -272,22 +291,26 @@ fn act_batch(
     }
 }
 
+/// Values of `n` learner inputs, a recurrent policy continuing from `state`.
 fn values_of(
     policy: &(impl RolloutPolicy + Module),
     flat: Vec<f32>,
     n: usize,
+    state: &[f32],
     device: &Device,
 ) -> Vec<f32> {
     let d = flat.len() / n.max(1);
-    policy.values_from(tensor2(flat, n, d, device), &[], &vec![0.0; n])
+    policy.values_from(tensor2(flat, n, d, device), state, &vec![0.0; n])
 }
 
-/// Actions of the actor alone for `n` raw observations of `lp`'s agents (no values: a
-/// centralized critic's input is not needed), clipped to the action bounds.
+/// Actions for `n` raw observations of `lp`'s agents, clipped to the action bounds (a
+/// centralized critic's input is not needed: the actor reads the observation alone); a
+/// recurrent policy advances `state`.
 fn actor_actions<L: OnPolicyLearner>(
     lp: &LearnedPolicy<L>,
     raw: &[f32],
     n: usize,
+    state: &mut [f32],
     device: &Device,
     rng: &mut Rng,
     deterministic: bool,
@@ -297,7 +320,7 @@ fn actor_actions<L: OnPolicyLearner>(
     let d = lp.obs_space.flat_dim();
     let mut a = lp.learner.policy().valid().sample_actions(
         tensor2(flat, n, d, device),
-        &mut [],
+        state,
         &vec![0.0; n],
         rng,
         deterministic,
@@ -355,44 +378,75 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             .collect()
     }
 
+    /// The recurrent states `who` (env, agent) of policy `lp` continue from, one after the
+    /// other: the state after each agent's last step, zero where its episode starts (empty
+    /// for a feed-forward policy).
+    fn current_states(&self, lp: &LearnedPolicy<L>, who: &[(usize, AgentId)]) -> Vec<f32> {
+        let sd = lp.state_dim;
+        let mut states = Vec::with_capacity(who.len() * sd);
+        for (i, a) in who {
+            let slot = &self.rows[*i][a];
+            if slot.starting || slot.state.len() != sd {
+                states.extend(std::iter::repeat_n(0.0, sd));
+            } else {
+                states.extend_from_slice(&slot.state);
+            }
+        }
+        states
+    }
+
     /// Chooses the actions of every agent to act in every env: learned policies in one batch
-    /// each, heuristics per agent. Returns the env actions and, per learned agent, its row
-    /// data `(value, log_prob, raw action, learner input)`.
+    /// each, heuristics per agent. Returns the env actions and what each learned agent did
+    /// (for its row); recurrent agents keep the state they reach.
     #[allow(clippy::type_complexity)]
-    fn choose(
-        &mut self,
-    ) -> Result<
-        (
-            Vec<AgentMap<Vec<f32>>>,
-            Vec<AgentMap<(f32, f32, Vec<f32>, Vec<f32>)>>,
-        ),
-        RlError,
-    > {
+    fn choose(&mut self) -> Result<(Vec<AgentMap<Vec<f32>>>, Vec<AgentMap<Acted>>), RlError> {
         let n = self.core.envs.num_envs();
         let mut env_actions = vec![AgentMap::new(); n];
         let mut learned_rows = vec![AgentMap::new(); n];
+        let mut reached = Vec::new();
         for (id, lp) in &self.learned {
             let (who, _) = self.core.to_act(id);
             if who.is_empty() {
                 continue;
             }
             let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
+            let start = self.current_states(lp, &who);
+            let mut state = start.clone();
             let valid = lp.learner.policy().valid();
             let out = act_batch(
                 &valid,
                 inputs.concat(),
                 who.len(),
+                &mut state,
                 &self.infer,
                 &mut self.rng_policy,
             );
-            let ad = lp.act_space.raw_dim();
+            let (ad, sd) = (lp.act_space.raw_dim(), lp.state_dim);
             for (k, ((i, a), input)) in who.into_iter().zip(inputs).enumerate() {
                 let action = out.actions[k * ad..(k + 1) * ad].to_vec();
                 let mut clipped = action.clone();
                 lp.act_space.clip_to_bounds(&mut clipped);
                 env_actions[i].insert(a.clone(), clipped);
-                learned_rows[i].insert(a, (out.values[k], out.log_probs[k], action, input));
+                if sd > 0 {
+                    reached.push((i, a.clone(), state[k * sd..(k + 1) * sd].to_vec()));
+                }
+                learned_rows[i].insert(
+                    a,
+                    Acted {
+                        value: out.values[k],
+                        log_prob: out.log_probs[k],
+                        action,
+                        input,
+                        state: start[k * sd..(k + 1) * sd].to_vec(),
+                    },
+                );
             }
+        }
+        for (i, a, state) in reached {
+            self.rows[i]
+                .get_mut(&a)
+                .expect("every agent has rows")
+                .state = state;
         }
         self.core.heuristic_actions(&mut env_actions)?;
         Ok((env_actions, learned_rows))
@@ -425,10 +479,16 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         for (id, who) in truncated {
             let lp = &self.learned[&id];
             let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.last(i).obs);
+            // A recurrent critic continues from the state this step left.
+            let states: Vec<f32> = who
+                .iter()
+                .flat_map(|(i, a)| self.rows[*i][a].state.iter().copied())
+                .collect();
             let v = values_of(
                 &lp.learner.policy().valid(),
                 inputs.concat(),
                 who.len(),
+                &states,
                 &self.infer,
             );
             let gamma = lp.settings.gamma as f32;
@@ -484,18 +544,28 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         if total == 0 {
             return None;
         }
+        let sd = lp.state_dim;
         let mut buf = RolloutBuffer::new(total, 1, od, ad);
+        if sd > 0 {
+            buf.set_state_dim(sd);
+        }
         let (mut adv, mut ret) = (Vec::with_capacity(total), Vec::with_capacity(total));
         for chain in &chains {
             let (a, r) = chain_gae(chain, gamma, lambda);
             adv.extend(a);
             ret.extend(r);
-            for row in chain {
+            for (k, row) in chain.iter().enumerate() {
+                // A recurrent learner cuts sequences at episode starts and runs each from its
+                // stored state: each chain (one agent's rows) starts sequences of its own.
+                let start = row.episode_start || (sd > 0 && k == 0);
+                if sd > 0 {
+                    buf.add_states(&row.state);
+                }
                 buf.add(
                     &row.obs,
                     &row.action,
                     &[row.reward],
-                    &[row.episode_start as u8 as f32],
+                    &[start as u8 as f32],
                     &[row.value],
                     &[row.log_prob],
                 );
@@ -555,7 +625,14 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         for _ in 0..self.n_steps {
             let (actions, learned_rows) = self.choose()?;
             for (i, rows) in learned_rows.into_iter().enumerate() {
-                for (a, (value, log_prob, action, obs)) in rows {
+                for (a, acted) in rows {
+                    let Acted {
+                        value,
+                        log_prob,
+                        action,
+                        input: obs,
+                        state,
+                    } = acted;
                     let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
                     // The previous row of this agent bootstraps from this step's value.
                     if let Some(mut prev) = slot.open.take() {
@@ -573,6 +650,7 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
                         boot: 0.0,
                         next_value: 0.0,
                         successor: false,
+                        state,
                     });
                 }
             }
@@ -593,10 +671,12 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
             }
             let lp = &self.learned[id];
             let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
+            let states = self.current_states(lp, &who);
             let v = values_of(
                 &lp.learner.policy().valid(),
                 inputs.concat(),
                 who.len(),
+                &states,
                 &self.infer,
             );
             for (k, (i, a)) in who.into_iter().enumerate() {
@@ -628,11 +708,21 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
     }
     fn predict(&mut self, id: &str, obs: &[f32], deterministic: bool) -> Result<Vec<f32>, RlError> {
         let lp = learned_policy(&self.learned, id)?;
+        if lp.state_dim > 0 {
+            return Err(ConfigError::new(
+                "policy",
+                format!(
+                    "{id:?} is recurrent: it acts with each agent's state, through evaluate (rl eval)"
+                ),
+            )
+            .into());
+        }
         let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
         Ok(actor_actions(
             lp,
             obs,
             n,
+            &mut [],
             &self.infer,
             &mut self.rng_policy,
             deterministic,
@@ -646,13 +736,21 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         seed: u64,
     ) -> Result<MultiAgentEval, RlError> {
         let (learned, infer) = (&self.learned, &self.infer);
-        self.core.evaluate(env, n_episodes, seed, |id, obs, rng| {
+        // Each agent's recurrent state, zero at its first step of an episode.
+        let mut states: AgentMap<Vec<f32>> = AgentMap::new();
+        self.core.evaluate(env, n_episodes, seed, |e| {
+            let lp = &learned[e.policy];
+            let state = states.entry(e.agent.to_string()).or_default();
+            if e.first {
+                *state = vec![0.0; lp.state_dim];
+            }
             Ok(actor_actions(
-                &learned[id],
-                obs,
+                lp,
+                e.obs,
                 1,
+                state,
                 infer,
-                rng,
+                e.rng,
                 deterministic,
             ))
         })

@@ -126,3 +126,48 @@ fn pomdp_control_recurrent_beats_plain_ppo_at_200k_seed1() {
 fn pomdp_control_recurrent_beats_plain_ppo_at_200k_seed2() {
     pomdp_control(2);
 }
+
+/// rps_v2 against the frozen `beat_last` (RLlib's example bar: the learned policy's return
+/// ≥ 6.0 within 200k env steps); the learner must remember its own last move.
+fn rps_beat_last(seed: u64) {
+    let run = testing::example_config(
+        env!("CARGO_MANIFEST_DIR"),
+        "recurrent_ppo_rps_beat_last.yaml",
+        &[format!("seed={seed}")],
+    );
+    let mut ma = rl_on_policy::multi_agent::MultiAgentOnPolicy::<
+        rl_recurrent_ppo::RecurrentPpoLearner,
+    >::new(
+        &run,
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::frozen,
+        &Device::flex(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (hit, evals) =
+        testing::multi_agent_first_reaching(&mut ma, &run, |e| e.per_policy["learned"] >= 6.0);
+    println!(
+        "Recurrent PPO rps_v2 vs beat_last seed {seed}: first eval >= 6.0 at {hit:?} (budget 200000); evaluations (team, player_0, player_1) {evals:?}"
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: learned return < 6.0 within 200k"
+    );
+}
+
+#[test]
+fn recurrent_ppo_rps_vs_beat_last_seed0_within_200k() {
+    rps_beat_last(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_rps_vs_beat_last_seed1_within_200k() {
+    rps_beat_last(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn recurrent_ppo_rps_vs_beat_last_seed2_within_200k() {
+    rps_beat_last(2);
+}

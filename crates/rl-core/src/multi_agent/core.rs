@@ -52,6 +52,20 @@ pub fn frozen_prefix(id: &str) -> String {
     format!("frozen/{id}")
 }
 
+/// One learned agent's turn in [`MultiAgentCore::evaluate`].
+pub struct EvalStep<'a> {
+    /// The agent's policy.
+    pub policy: &'a str,
+    /// The agent.
+    pub agent: &'a str,
+    /// Its observation (raw encoding).
+    pub obs: &'a [f32],
+    /// Its first action of the episode (a recurrent policy starts from the zero state).
+    pub first: bool,
+    /// The evaluation's generator.
+    pub rng: &'a mut Rng,
+}
+
 /// Envs, policy map, heuristics and counters of a multi-agent run.
 pub struct MultiAgentCore {
     /// The run configuration.
@@ -312,15 +326,15 @@ impl MultiAgentCore {
         crate::algorithm::check_finite(self.num_timesteps, m)
     }
 
-    /// Mean returns of `n_episodes` on `env` (episode `e` reset with `seed + e`): `act(policy,
-    /// obs, rng)` gives a learned policy's action, heuristics act as in training (fresh
+    /// Mean returns of `n_episodes` on `env` (episode `e` reset with `seed + e`): `act` gives
+    /// a learned policy's action for an [`EvalStep`], heuristics act as in training (fresh
     /// copies, their own generator).
     pub fn evaluate(
         &self,
         env: &mut dyn MultiAgentEnv,
         n_episodes: usize,
         seed: u64,
-        mut act: impl FnMut(&str, &[f32], &mut Rng) -> Result<Vec<f32>, RlError>,
+        mut act: impl FnMut(EvalStep<'_>) -> Result<Vec<f32>, RlError>,
     ) -> Result<MultiAgentEval, RlError> {
         let possible = env.possible_agents().to_vec();
         let mut heuristics: AgentMap<Box<dyn HeuristicPolicy>> = self.heuristics[0]
@@ -336,6 +350,7 @@ impl MultiAgentCore {
                 h.reset(&mut rng);
             }
             let (mut ret, mut len) = (AgentMap::<f64>::new(), 0);
+            let mut acted = std::collections::BTreeSet::new();
             while !env.episode_over() {
                 len += 1;
                 let mut actions = AgentMap::new();
@@ -346,7 +361,13 @@ impl MultiAgentCore {
                     })?;
                     let action = match heuristics.get_mut(&a) {
                         Some(h) => h.act(o, &mut rng)?,
-                        None => act(&self.map.agent_policy[&a], o, &mut rng)?,
+                        None => act(EvalStep {
+                            policy: &self.map.agent_policy[&a],
+                            agent: &a,
+                            obs: o,
+                            first: acted.insert(a.clone()),
+                            rng: &mut rng,
+                        })?,
                     };
                     actions.insert(a, action);
                 }

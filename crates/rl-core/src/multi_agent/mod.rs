@@ -16,7 +16,7 @@
 pub mod core;
 
 pub use self::core::{
-    FrozenMaker, FrozenSource, MultiAgentCheckpoint, MultiAgentCore, MultiAgentCoreState,
+    EvalStep, FrozenMaker, FrozenSource, MultiAgentCheckpoint, MultiAgentCore, MultiAgentCoreState,
     MultiAgentEnvMaker, learned_policy, policy_field,
 };
 
