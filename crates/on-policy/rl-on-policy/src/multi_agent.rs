@@ -785,6 +785,7 @@ mod tests {
             boot: 0.0,
             next_value,
             successor,
+            state: vec![],
         }
     }
 
