@@ -72,7 +72,15 @@ pub fn make_eval_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
 }
 
 /// Algorithms that train multi-agent runs (a `multi_agent:` table or a multi-agent env id).
-pub const MULTI_AGENT_ALGORITHMS: &[&str] = &["ppo", "a2c", "recurrent_ppo", "dqn", "sac"];
+pub const MULTI_AGENT_ALGORITHMS: &[&str] = &[
+    "ppo",
+    "a2c",
+    "recurrent_ppo",
+    "impala",
+    "appo",
+    "dqn",
+    "sac",
+];
 
 /// Whether `run` is a multi-agent run: it has a `multi_agent:` table or names a registered
 /// multi-agent env ([`rl_envs::multi_agent_ids`]).
@@ -124,6 +132,12 @@ pub fn build_multi_agent(
         "recurrent_ppo" => Ok(Box::new(MultiAgentOnPolicy::<
             rl_recurrent_ppo::RecurrentPpoLearner,
         >::new(run, env, heuristic, device)?)),
+        "impala" => Ok(Box::new(rl_impala::MultiAgentImpala::new(
+            run, env, heuristic, device,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::MultiAgentAppo::new(
+            run, env, heuristic, device,
+        )?)),
         "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::new(
             run, env, heuristic, device,
         )?)),
@@ -173,6 +187,12 @@ fn load_multi_agent_as_saved(
         "recurrent_ppo" => Ok(Box::new(MultiAgentOnPolicy::<
             rl_recurrent_ppo::RecurrentPpoLearner,
         >::load(dir, env, heuristic, device)?)),
+        "impala" => Ok(Box::new(rl_impala::MultiAgentImpala::load(
+            dir, env, heuristic, device,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::MultiAgentAppo::load(
+            dir, env, heuristic, device,
+        )?)),
         "dqn" => Ok(Box::new(MultiAgentOffPolicy::<rl_dqn::DqnLearner>::load(
             dir, env, heuristic, device,
         )?)),

@@ -28,6 +28,7 @@ use rl_core::params::{TensorMap, module_tensors, polyak, set_module_tensors};
 use rl_on_policy::actor_learner::{
     ActorLearner, ActorLearnerAgent, LearnerSettings, RunnerBatch, batch_vtrace,
 };
+use rl_on_policy::multi_agent::{ActorLearnerPolicy, MultiAgentOnPolicy};
 use rl_on_policy::{
     ActorCritic, BuildContext, PolicyKwargs, actor_critic_grads, load_policy_and_optimizer,
     save_policy_and_optimizer,
@@ -54,6 +55,10 @@ pub struct AppoLearner {
 
 /// An APPO agent: the learner and its env runners.
 pub type Appo = ActorLearnerAgent<AppoLearner>;
+
+/// A multi-agent APPO run: a learner per learned policy, the multi-agent shell as its
+/// env runner (see [`ActorLearnerPolicy`]).
+pub type MultiAgentAppo = MultiAgentOnPolicy<ActorLearnerPolicy<AppoLearner>>;
 
 /// Host losses of one update, minibatch by minibatch.
 #[derive(Default)]
@@ -89,7 +94,7 @@ impl Learner for AppoLearner {
     fn update(&mut self, batch: &RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg;
         let buf: &RolloutBuffer = &batch.buffer;
-        let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
+        let (b, n, od, ad) = (buf.len(), batch.bootstrap_rows(), buf.obs_dim, buf.act_dim);
         let infer = self.device.clone().inner();
         let (lr, ent_coef) = (cfg.learning_rate.at(progress), cfg.ent_coef.at(progress));
         let mut stats = Stats::default();
@@ -108,8 +113,7 @@ impl Learner for AppoLearner {
             let values = host(cur.values(tensor2(buf.obs.clone(), b, od, &infer)));
             let boot = host(cur.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
             let vt = batch_vtrace(
-                buf,
-                &batch.last_dones,
+                batch,
                 &target_logp,
                 &values,
                 &boot,

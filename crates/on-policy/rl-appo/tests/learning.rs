@@ -42,3 +42,47 @@ fn appo_cartpole_seed1_within_1m() {
 fn appo_cartpole_seed2_within_1m() {
     cartpole(2);
 }
+
+/// The bar: 400 per agent within 2M env steps on MultiAgentCartPole, 2 agents with
+/// their own policies (evaluations every 50k).
+fn multi_agent_cartpole(seed: u64) {
+    let run = testing::example_config(
+        env!("CARGO_MANIFEST_DIR"),
+        "appo_multi_agent_cartpole.yaml",
+        &[format!("seed={seed}")],
+    );
+    let mut ma = rl_appo::MultiAgentAppo::new(
+        &run,
+        &rl_envs::make_multi_agent_env,
+        &rl_envs::multi_agent::frozen,
+        &Device::flex(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (hit, evals) = testing::multi_agent_first_reaching(&mut ma, &run, |e| {
+        e.per_agent.values().all(|&r| r >= 400.0)
+    });
+    println!(
+        "APPO MultiAgentCartPole (2 agents, independent) seed {seed}: first eval >= 400 per agent at {hit:?} (budget 2000000); evaluations (team, agents): {evals:?}"
+    );
+    assert!(
+        hit.is_some(),
+        "seed {seed}: no evaluation with >= 400 per agent within 2M"
+    );
+}
+
+#[test]
+fn appo_multi_agent_cartpole_seed0_within_2m() {
+    multi_agent_cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn appo_multi_agent_cartpole_seed1_within_2m() {
+    multi_agent_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn appo_multi_agent_cartpole_seed2_within_2m() {
+    multi_agent_cartpole(2);
+}

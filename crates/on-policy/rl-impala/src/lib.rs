@@ -24,6 +24,7 @@ use rl_core::optim::{FlatOptimizer, OptimizerKind};
 use rl_core::params::{TensorMap, module_tensors, set_module_tensors};
 pub use rl_on_policy::actor_learner::RunnerBatch;
 use rl_on_policy::actor_learner::{ActorLearner, ActorLearnerAgent, LearnerSettings};
+use rl_on_policy::multi_agent::{ActorLearnerPolicy, MultiAgentOnPolicy};
 use rl_on_policy::{
     ActorCritic, BuildContext, PolicyKwargs, actor_critic_grads, load_policy_and_optimizer,
     save_policy_and_optimizer,
@@ -48,6 +49,10 @@ pub struct ImpalaLearner {
 
 /// An IMPALA agent: the learner and its env runners.
 pub type Impala = ActorLearnerAgent<ImpalaLearner>;
+
+/// A multi-agent IMPALA run: a learner per learned policy, the multi-agent shell as its
+/// env runner (see [`ActorLearnerPolicy`]).
+pub type MultiAgentImpala = MultiAgentOnPolicy<ActorLearnerPolicy<ImpalaLearner>>;
 
 impl ImpalaLearner {
     /// A learner for `policy` (autodiff `device`).
@@ -78,7 +83,7 @@ impl Learner for ImpalaLearner {
     fn update(&mut self, batch: &RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg;
         let buf = &batch.buffer;
-        let (b, n, od, ad) = (buf.len(), buf.n_envs, buf.obs_dim, buf.act_dim);
+        let (b, n, od, ad) = (buf.len(), batch.bootstrap_rows(), buf.obs_dim, buf.act_dim);
         let lr = cfg.learning_rate.at(progress);
         let ent_coef = cfg.ent_coef.at(progress);
         let dev = &self.device;
@@ -96,8 +101,7 @@ impl Learner for ImpalaLearner {
         let infer = dev.clone().inner();
         let bootstrap = host(valid.values(tensor2(batch.last_obs.clone(), n, od, &infer)));
         let vt = loss::batch_vtrace(
-            buf,
-            &batch.last_dones,
+            batch,
             &target_logp,
             &values,
             &bootstrap,

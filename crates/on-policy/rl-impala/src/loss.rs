@@ -49,9 +49,16 @@ mod tests {
         b.episode_starts = vec![1.0, 0.0, 0.0];
         b.rewards = vec![1.0, 0.0, 2.0];
         b.log_probs = vec![-0.5, -0.7, -0.1];
+        let batch = rl_on_policy::actor_learner::RunnerBatch {
+            buffer: b.clone(),
+            last_obs: vec![0.0],
+            last_dones: vec![0.0],
+            chains: Vec::new(),
+            episodes: Vec::new(),
+            seconds: 0.0,
+        };
         let out = batch_vtrace(
-            &b,
-            &[0.0],
+            &batch,
             &b.log_probs.clone(),
             &[0.3, 0.1, -0.2],
             &[4.0],

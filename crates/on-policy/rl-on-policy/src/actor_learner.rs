@@ -36,14 +36,22 @@ use std::time::{Duration, Instant};
 /// What a runner sends: a rollout (behaviour log-probabilities and values, rewards with the
 /// truncation bootstrap, GAE computed with the behaviour values), the observations after its
 /// last step, which envs' last step ended an episode, and the episodes that finished.
+///
+/// Two layouts: a runner's `[n_steps][n_envs]` (`chains` empty; one column per env), or the
+/// multi-agent shell's chains (`chains` holds their lengths; the buffer is one column, each
+/// agent's rows of the rollout one after the other, `last_obs` and `last_dones` one row per
+/// chain), since agents act at different steps and finish at different times.
 #[derive(Debug, Clone)]
 pub struct RunnerBatch {
-    /// The rollout, `[n_steps][n_envs]`.
+    /// The rollout, `[n_steps][n_envs]` (or chains in one column).
     pub buffer: RolloutBuffer,
-    /// Flattened observations after the last step `[n_envs × obs_dim]`.
+    /// Flattened observations after the last step `[n_envs × obs_dim]` (or after each
+    /// chain's last row).
     pub last_obs: Vec<f32>,
-    /// 1 where the last step ended an episode.
+    /// 1 where the last step ended an episode (per env, or per chain).
     pub last_dones: Vec<f32>,
+    /// Lengths of the chains in the buffer's one column (empty: the `[T][N]` layout).
+    pub chains: Vec<usize>,
     /// Finished episodes.
     pub episodes: Vec<EpisodeStats>,
     /// Seconds the collection took.
@@ -141,6 +149,7 @@ impl Runner for EnvRunner {
             buffer: self.collector.buffer.clone(),
             last_obs,
             last_dones: self.collector.last_episode_starts().to_vec(),
+            chains: Vec::new(),
             episodes: info.episodes,
             seconds: t0.elapsed().as_secs_f64(),
         };
@@ -815,13 +824,20 @@ pub fn discounts(buf: &RolloutBuffer, last_dones: &[f32], gamma: f64) -> Vec<f64
         .collect()
 }
 
+impl RunnerBatch {
+    /// Rows of `last_obs`: one per env column, or one per chain.
+    pub fn bootstrap_rows(&self) -> usize {
+        self.last_dones.len()
+    }
+}
+
 /// V-trace for a batch: behaviour log-probabilities from the runner, `target_logp` and
-/// `values` (`[T·N]`) from the learner's current policy, `bootstrap` its values of the
-/// observations after the last step (`[N]`).
+/// `values` (one per row) from the learner's current policy, `bootstrap` its values of
+/// `last_obs` (one per [`bootstrap_rows`](RunnerBatch::bootstrap_rows)). Chains are
+/// traced one by one, each from its own bootstrap.
 #[allow(clippy::too_many_arguments)]
 pub fn batch_vtrace(
-    buf: &RolloutBuffer,
-    last_dones: &[f32],
+    batch: &RunnerBatch,
     target_logp: &[f32],
     values: &[f32],
     bootstrap: &[f32],
@@ -829,30 +845,132 @@ pub fn batch_vtrace(
     rho_bar: f64,
     c_bar: f64,
 ) -> VTraceOutput {
+    let buf = &batch.buffer;
     let f = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
     let log_rhos: Vec<f64> = target_logp
         .iter()
         .zip(&buf.log_probs)
         .map(|(&t, &b)| t as f64 - b as f64)
         .collect();
-    vtrace(
-        &VTraceInput {
-            log_rhos: &log_rhos,
-            discounts: &discounts(buf, last_dones, gamma),
-            rewards: &f(&buf.rewards),
-            values: &f(values),
-            bootstrap_value: &f(bootstrap),
-        },
-        buf.n_envs,
-        rho_bar,
-        c_bar,
-        rho_bar,
-    )
+    if batch.chains.is_empty() {
+        return vtrace(
+            &VTraceInput {
+                log_rhos: &log_rhos,
+                discounts: &discounts(buf, &batch.last_dones, gamma),
+                rewards: &f(&buf.rewards),
+                values: &f(values),
+                bootstrap_value: &f(bootstrap),
+            },
+            buf.n_envs,
+            rho_bar,
+            c_bar,
+            rho_bar,
+        );
+    }
+    let mut out = VTraceOutput {
+        vs: Vec::with_capacity(buf.len()),
+        pg_advantages: Vec::with_capacity(buf.len()),
+        clipped_rhos: Vec::with_capacity(buf.len()),
+        cs: Vec::with_capacity(buf.len()),
+        deltas: Vec::with_capacity(buf.len()),
+    };
+    let mut start = 0;
+    for (c, &len) in batch.chains.iter().enumerate() {
+        let rows = start..start + len;
+        // Within a chain a row ends an episode when the next one starts one.
+        let disc: Vec<f64> = rows
+            .clone()
+            .map(|i| {
+                let done = if i + 1 < start + len {
+                    buf.episode_starts[i + 1]
+                } else {
+                    batch.last_dones[c]
+                };
+                gamma * (1.0 - done as f64)
+            })
+            .collect();
+        let o = vtrace(
+            &VTraceInput {
+                log_rhos: &log_rhos[rows.clone()],
+                discounts: &disc,
+                rewards: &f(&buf.rewards[rows.clone()]),
+                values: &f(&values[rows]),
+                bootstrap_value: &[bootstrap[c] as f64],
+            },
+            1,
+            rho_bar,
+            c_bar,
+            rho_bar,
+        );
+        out.vs.extend(o.vs);
+        out.pg_advantages.extend(o.pg_advantages);
+        out.clipped_rhos.extend(o.clipped_rhos);
+        out.cs.extend(o.cs);
+        out.deltas.extend(o.deltas);
+        start += len;
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch of two env columns traced as two chains (the columns one after the other)
+    /// gives the same targets and advantages, row for row.
+    #[test]
+    fn chains_trace_like_the_columns_they_were_cut_from() {
+        let (t_len, n) = (4, 2);
+        let mut cols = RolloutBuffer::new(t_len, n, 1, 1);
+        // Env 0 starts an episode at step 2; env 1's last step ends one.
+        cols.episode_starts = vec![1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        cols.rewards = vec![1.0, 0.5, -0.3, 2.0, 0.7, 0.1, 0.2, -1.0];
+        cols.log_probs = vec![-0.5, -0.7, -0.1, -1.2, -0.3, -0.9, -0.4, -0.6];
+        let target = [-0.4, -0.9, -0.3, -1.0, -0.2, -0.5, -0.6, -0.7];
+        let values = [0.3, 0.1, -0.2, 0.4, 0.5, 0.0, 0.8, -0.1];
+        let boot = [1.5, -0.5];
+        let last_dones = vec![0.0, 1.0];
+        let columns = RunnerBatch {
+            buffer: cols.clone(),
+            last_obs: vec![0.0; n],
+            last_dones: last_dones.clone(),
+            chains: Vec::new(),
+            episodes: Vec::new(),
+            seconds: 0.0,
+        };
+        let want = batch_vtrace(&columns, &target, &values, &boot, 0.9, 1.0, 0.8);
+        // The chain layout: env 0's rows, then env 1's.
+        let order: Vec<usize> = (0..n)
+            .flat_map(|e| (0..t_len).map(move |t| t * n + e))
+            .collect();
+        let pick = |v: &[f32]| order.iter().map(|&i| v[i]).collect::<Vec<f32>>();
+        let mut one = RolloutBuffer::new(t_len * n, 1, 1, 1);
+        one.episode_starts = pick(&cols.episode_starts);
+        one.rewards = pick(&cols.rewards);
+        one.log_probs = pick(&cols.log_probs);
+        let chains = RunnerBatch {
+            buffer: one,
+            last_obs: vec![0.0; n],
+            last_dones,
+            chains: vec![t_len; n],
+            episodes: Vec::new(),
+            seconds: 0.0,
+        };
+        let got = batch_vtrace(
+            &chains,
+            &pick(&target),
+            &pick(&values),
+            &boot,
+            0.9,
+            1.0,
+            0.8,
+        );
+        for (k, &i) in order.iter().enumerate() {
+            assert!((got.vs[k] - want.vs[i]).abs() < 1e-12, "row {k}");
+            assert!((got.pg_advantages[k] - want.pg_advantages[i]).abs() < 1e-12);
+            assert!((got.clipped_rhos[k] - want.clipped_rhos[i]).abs() < 1e-12);
+        }
+    }
 
     #[test]
     fn runner_keys_are_the_documented_list() {

@@ -18,14 +18,18 @@
 //! `policies/<id>/episodic_return` (the sum over that policy's agents) and each learner's
 //! metrics under `policies/<id>/`.
 
+use crate::actor_learner::{ActorLearner, RunnerBatch};
 use crate::agent::{BuildContext, OnPolicyConfig, OnPolicyLearner, PolicyFor, RolloutSettings};
+use crate::policy::ActorCritic;
 use crate::rollout::{RolloutPolicy, tensor2};
+use rl_core::algorithm::{LearnerState, Progress};
 use rl_core::batch::{flatten_batch, host};
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
+use rl_core::checkpoint::Checkpoint;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
-use rl_core::logger::Metrics;
+use rl_core::logger::{Metrics, MetricsMean};
 use rl_core::multi_agent::{
     AgentId, AgentMap, FrozenMaker, MultiAgentAlgorithm, MultiAgentCheckpoint, MultiAgentCore,
     MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
@@ -33,6 +37,7 @@ use rl_core::multi_agent::{
 };
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -55,6 +60,188 @@ pub struct LearnedPolicy<L> {
     state_dim: usize,
 }
 
+/// What the multi-agent shell needs of the learner of one policy. Every on-policy learner
+/// (PPO, A2C, Recurrent PPO) is one as it is; an actor-learner one (IMPALA, APPO) through
+/// [`ActorLearnerPolicy`]. Methods are named apart from [`OnPolicyLearner`]'s and
+/// [`Learner`]'s, which the on-policy learners also implement.
+pub trait PolicyLearner: Sized {
+    /// The hyperparameters (`algo_kwargs` with the policy's overrides).
+    type Config: AlgoConfig;
+    /// The policy network the shell acts with.
+    type Policy: Module + RolloutPolicy + Sync;
+    /// The algorithm's name in configs and checkpoints.
+    const NAME: &'static str;
+
+    /// Rollout length, discount, GAE λ and gSDE of a config.
+    fn rollout_of(cfg: &Self::Config) -> RolloutSettings;
+    /// Rejects action spaces the algorithm does not handle.
+    fn accepts_action_space(space: &Space) -> Result<(), String>;
+    /// A fresh policy for the spaces, from `rng`; with `critic_extra > 0` its critic reads
+    /// that many features after the observation (MAPPO's centralized critic).
+    fn new_policy(
+        cfg: &Self::Config,
+        obs_space: &Space,
+        critic_extra: usize,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self::Policy, String>;
+    /// A learner for a fresh `policy`.
+    fn build_learner(
+        cfg: Self::Config,
+        policy: Self::Policy,
+        ctx: &BuildContext,
+    ) -> Result<Self, RlError>;
+    /// The policy network the agents of this policy act with.
+    fn acting_policy(&self) -> &Self::Policy;
+    /// Learns from the policy's rows of one rollout, laid out as chains (one per agent and
+    /// env, advantages and returns already by GAE).
+    fn learn(&mut self, rows: RunnerBatch, progress: &Progress) -> Result<Metrics, RlError>;
+    /// What a checkpoint keeps of the learner.
+    fn policy_state(&self) -> LearnerState;
+    /// Restores what [`policy_state`](Self::policy_state) saved.
+    fn load_policy_state(
+        &mut self,
+        ck: &Checkpoint,
+        entries: &Map<String, Value>,
+    ) -> Result<(), RlError>;
+}
+
+impl<L: OnPolicyLearner> PolicyLearner for L {
+    type Config = <L as OnPolicyLearner>::Config;
+    type Policy = <L as OnPolicyLearner>::Policy;
+    const NAME: &'static str = <L as OnPolicyLearner>::NAME;
+
+    fn rollout_of(cfg: &Self::Config) -> RolloutSettings {
+        cfg.rollout_settings()
+    }
+    fn accepts_action_space(space: &Space) -> Result<(), String> {
+        L::check_action_space(space)
+    }
+    fn new_policy(
+        cfg: &Self::Config,
+        obs_space: &Space,
+        critic_extra: usize,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<Self::Policy, String> {
+        if critic_extra > 0 {
+            <Self::Policy as PolicyFor<Self::Config>>::centralized_for_config(
+                cfg,
+                obs_space,
+                critic_extra,
+                act_space,
+                rng,
+                device,
+            )
+        } else {
+            L::make_policy(cfg, obs_space, act_space, rng, device)
+        }
+    }
+    fn build_learner(
+        cfg: Self::Config,
+        policy: Self::Policy,
+        ctx: &BuildContext,
+    ) -> Result<Self, RlError> {
+        L::build(cfg, policy, ctx)
+    }
+    fn acting_policy(&self) -> &Self::Policy {
+        OnPolicyLearner::policy(self)
+    }
+    /// One update on the rows as a rollout (GAE's advantages; the chains do not matter).
+    fn learn(&mut self, rows: RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        self.update(&rows.buffer, progress)
+    }
+    fn policy_state(&self) -> LearnerState {
+        self.save_state()
+    }
+    fn load_policy_state(
+        &mut self,
+        ck: &Checkpoint,
+        entries: &Map<String, Value>,
+    ) -> Result<(), RlError> {
+        self.load_state(ck, entries)
+    }
+}
+
+/// An actor-learner algorithm's learner (IMPALA, APPO) as the learner of one policy of a
+/// multi-agent run. The shell is its env runner: it collects `n_envs` envs in the learner's
+/// thread with the latest weights (lockstep, policy lag 0), and each rollout's rows of the
+/// policy arrive as one batch of chains that the learner schedules (IMPALA's replay, APPO's
+/// circular buffer) and updates on as if a runner had sent it; V-trace traces each chain
+/// from its own bootstrap. The runner keys (`num_env_runners`, the queue, `lockstep`) do not
+/// apply; `num_envs_per_env_runner` is refused (the run's `n_envs` sets the envs).
+pub struct ActorLearnerPolicy<A>(pub A);
+
+impl<A: ActorLearner> PolicyLearner for ActorLearnerPolicy<A> {
+    type Config = A::Config;
+    type Policy = ActorCritic;
+    const NAME: &'static str = A::NAME;
+
+    /// The runners' rollout: `n_steps`, γ and the behaviour GAE λ (1 for IMPALA).
+    fn rollout_of(cfg: &A::Config) -> RolloutSettings {
+        let r = A::settings(cfg).runner;
+        RolloutSettings::new(r.n_steps, r.gamma, r.gae_lambda, false, -1)
+    }
+    fn accepts_action_space(_space: &Space) -> Result<(), String> {
+        Ok(())
+    }
+    fn new_policy(
+        cfg: &A::Config,
+        obs_space: &Space,
+        critic_extra: usize,
+        act_space: &Space,
+        rng: &mut Rng,
+        device: &Device,
+    ) -> Result<ActorCritic, String> {
+        let kw = A::policy_kwargs(cfg);
+        if critic_extra > 0 {
+            ActorCritic::centralized(obs_space, critic_extra, act_space, kw, rng, device)
+        } else {
+            A::make_policy(cfg, (obs_space, act_space), rng, device).map_err(|e| e.to_string())
+        }
+    }
+    fn build_learner(
+        cfg: A::Config,
+        policy: ActorCritic,
+        ctx: &BuildContext,
+    ) -> Result<Self, RlError> {
+        if A::settings(&cfg).runner.num_envs != 1 {
+            return Err(ConfigError::new(
+                "algo_kwargs.num_envs_per_env_runner",
+                "a multi-agent run steps its n_envs envs itself: set n_envs instead",
+            )
+            .into());
+        }
+        A::build(cfg, policy, ctx).map(Self)
+    }
+    fn acting_policy(&self) -> &ActorCritic {
+        self.0.policy()
+    }
+    /// The updates on the batches the learner schedules now that `rows` arrived (metrics:
+    /// their means), then the learner's iteration metrics.
+    fn learn(&mut self, rows: RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
+        let mut updates = MetricsMean::default();
+        for b in self.0.schedule(rows) {
+            updates.add(self.0.update(&b, progress)?);
+        }
+        let mut m = updates.mean();
+        self.0.iteration_metrics(progress, &mut m);
+        Ok(m)
+    }
+    fn policy_state(&self) -> LearnerState {
+        self.0.save_state()
+    }
+    fn load_policy_state(
+        &mut self,
+        ck: &Checkpoint,
+        entries: &Map<String, Value>,
+    ) -> Result<(), RlError> {
+        self.0.load_state(ck, entries)
+    }
+}
+
 /// One agent step waiting for its bootstrap, or done.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row {
@@ -73,6 +260,10 @@ struct Row {
     /// A recurrent policy's state this step started from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     state: Vec<f32>,
+    /// Cut by the rollout's end: the learner input `next_value` is the value of (V-trace
+    /// recomputes it with the learner's policy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    cut_input: Vec<f32>,
 }
 
 /// Each agent's rows of one env: the closed chain of this rollout and the open row.
@@ -96,7 +287,7 @@ struct ShellState {
 }
 
 /// The multi-agent shell around learners of type `L`.
-pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
+pub struct MultiAgentOnPolicy<L: PolicyLearner> {
     core: MultiAgentCore,
     learned: BTreeMap<String, LearnedPolicy<L>>,
     rows: Vec<AgentMap<AgentRows>>,
@@ -108,7 +299,7 @@ pub struct MultiAgentOnPolicy<L: OnPolicyLearner> {
     agent_obs_spaces: Vec<(AgentId, Space)>,
 }
 
-impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
+impl<L: PolicyLearner> MultiAgentOnPolicy<L> {
     /// Builds the run: `run.multi_agent` (default: one shared policy) resolved against the env,
     /// one learner per learned policy with the run's `algo_kwargs` and the policy's overrides,
     /// heuristics for the frozen ones.
@@ -139,7 +330,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         for id in core.learned_ids() {
             let cfg = L::Config::from_kwargs(&core.policy_kwargs(&id))
                 .map_err(|e| policy_field(&id, e))?;
-            let settings = cfg.rollout_settings();
+            let settings = L::rollout_of(&cfg);
             let field = |k: &str| format!("multi_agent.policies.{id}.{k}");
             if settings.sde_sample_freq.is_some() {
                 return Err(ConfigError::new(
@@ -163,33 +354,36 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 Some(_) => {}
             }
             let (obs_space, act_space) = core.spaces_of(&id)?;
-            L::check_action_space(&act_space)
+            L::accepts_action_space(&act_space)
                 .map_err(|e| ConfigError::new(field("algorithm"), e))?;
             let prun = core.policy_run(&id);
             let mut init = Rng::for_stream(prun.seed, "init");
-            let policy = if centralized {
-                <L::Policy as PolicyFor<L::Config>>::centralized_for_config(
-                    &cfg,
-                    &obs_space,
-                    critic_extra,
-                    &act_space,
-                    &mut init,
-                    &autodiff,
-                )
-                .map_err(|e| {
-                    ConfigError::new(format!("multi_agent.centralized_critic (policy {id})"), e)
-                })?
-            } else {
-                L::make_policy(&cfg, &obs_space, &act_space, &mut init, &autodiff)
-                    .map_err(|e| ConfigError::new(format!("multi_agent.policies.{id}"), e))?
-            };
+            let policy = L::new_policy(
+                &cfg,
+                &obs_space,
+                critic_extra,
+                &act_space,
+                &mut init,
+                &autodiff,
+            )
+            .map_err(|e| {
+                let f = if centralized {
+                    format!("multi_agent.centralized_critic (policy {id})")
+                } else {
+                    format!("multi_agent.policies.{id}")
+                };
+                ConfigError::new(f, e)
+            })?;
             let state_dim = policy.state_dim();
             let ctx = BuildContext {
                 device: autodiff.clone(),
                 run: &prun,
                 spaces: (&obs_space, &act_space),
             };
-            let learner = L::build(cfg, policy, &ctx)?;
+            let learner = L::build_learner(cfg, policy, &ctx).map_err(|e| match e {
+                RlError::Config(c) => policy_field(&id, c).into(),
+                e => e,
+            })?;
             let train = core.map.to_train.contains(&id);
             learned.insert(
                 id,
@@ -306,7 +500,7 @@ fn values_of(
 /// Actions for `n` raw observations of `lp`'s agents, clipped to the action bounds (a
 /// centralized critic's input is not needed: the actor reads the observation alone); a
 /// recurrent policy advances `state`.
-fn actor_actions<L: OnPolicyLearner>(
+fn actor_actions<L: PolicyLearner>(
     lp: &LearnedPolicy<L>,
     raw: &[f32],
     n: usize,
@@ -318,7 +512,7 @@ fn actor_actions<L: OnPolicyLearner>(
     let mut flat = Vec::new();
     flatten_batch(&lp.obs_space, raw, &mut flat);
     let d = lp.obs_space.flat_dim();
-    let mut a = lp.learner.policy().valid().sample_actions(
+    let mut a = lp.learner.acting_policy().valid().sample_actions(
         tensor2(flat, n, d, device),
         state,
         &vec![0.0; n],
@@ -335,7 +529,7 @@ fn flat_obs(space: &Space, raw: &[f32]) -> Vec<f32> {
     flat
 }
 
-impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
+impl<L: PolicyLearner> MultiAgentOnPolicy<L> {
     /// The learned policies by id.
     pub fn learned(&self) -> &BTreeMap<String, LearnedPolicy<L>> {
         &self.learned
@@ -412,7 +606,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
             let start = self.current_states(lp, &who);
             let mut state = start.clone();
-            let valid = lp.learner.policy().valid();
+            let valid = lp.learner.acting_policy().valid();
             let out = act_batch(
                 &valid,
                 inputs.concat(),
@@ -485,7 +679,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
                 .flat_map(|(i, a)| self.rows[*i][a].state.iter().copied())
                 .collect();
             let v = values_of(
-                &lp.learner.policy().valid(),
+                &lp.learner.acting_policy().valid(),
                 inputs.concat(),
                 who.len(),
                 &states,
@@ -523,9 +717,10 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         Ok(())
     }
 
-    /// The closed rows of `id`'s agents as one buffer with advantages and returns (None when
-    /// it has none this rollout); the rows leave their chains.
-    fn policy_buffer(&mut self, id: &str) -> Option<RolloutBuffer> {
+    /// The closed rows of `id`'s agents as one buffer with advantages and returns, each
+    /// agent's chain after the other, with where each chain goes on (None when it has no rows
+    /// this rollout); the rows leave their chains.
+    fn policy_rows(&mut self, id: &str) -> Option<RunnerBatch> {
         let lp = &self.learned[id];
         let (gamma, lambda) = (lp.settings.gamma as f32, lp.settings.gae_lambda as f32);
         let (od, ad) = (
@@ -536,11 +731,13 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         for env_rows in &mut self.rows {
             for (a, slot) in env_rows.iter_mut() {
                 if self.core.map.agent_policy[a] == id && !slot.closed.is_empty() {
-                    chains.push(std::mem::take(&mut slot.closed));
+                    // A waiting agent's chain goes on with its open row.
+                    let next = slot.open.as_ref().map(|r| r.obs.clone());
+                    chains.push((std::mem::take(&mut slot.closed), next));
                 }
             }
         }
-        let total: usize = chains.iter().map(Vec::len).sum();
+        let total: usize = chains.iter().map(|(c, _)| c.len()).sum();
         if total == 0 {
             return None;
         }
@@ -550,7 +747,25 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
             buf.set_state_dim(sd);
         }
         let (mut adv, mut ret) = (Vec::with_capacity(total), Vec::with_capacity(total));
-        for chain in &chains {
+        let (mut last_obs, mut last_dones) = (Vec::new(), Vec::new());
+        for (chain, next) in &chains {
+            let end = chain.last().expect("chains are not empty");
+            // The chain goes on (its successor row, or the input it was cut at) or its
+            // agent's episode ended there.
+            let going_on = next
+                .as_ref()
+                .filter(|_| end.successor)
+                .or_else(|| (!end.cut_input.is_empty()).then_some(&end.cut_input));
+            match going_on {
+                Some(input) => {
+                    last_obs.extend_from_slice(input);
+                    last_dones.push(0.0);
+                }
+                None => {
+                    last_obs.extend(std::iter::repeat_n(0.0, od));
+                    last_dones.push(1.0);
+                }
+            }
             let (a, r) = chain_gae(chain, gamma, lambda);
             adv.extend(a);
             ret.extend(r);
@@ -575,7 +790,14 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         buf.advantages = adv;
         buf.returns = ret;
         buf.set_last_values(&[0.0], &[1.0]);
-        Some(buf)
+        Some(RunnerBatch {
+            buffer: buf,
+            last_obs,
+            last_dones,
+            chains: chains.iter().map(|(c, _)| c.len()).collect(),
+            episodes: Vec::new(),
+            seconds: 0.0,
+        })
     }
 
     /// Loads a checkpoint written by [`save`](Self::save) and continues exactly where it
@@ -599,7 +821,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
         }
         for (id, lp) in &mut me.learned {
             let (ck, entries) = saved.policy(id)?;
-            lp.learner.load_state(&ck, entries)?;
+            lp.learner.load_policy_state(&ck, entries)?;
         }
         saved.restore_core(&mut me.core)?;
         me.rows = shell.rows;
@@ -608,7 +830,7 @@ impl<L: OnPolicyLearner> MultiAgentOnPolicy<L> {
     }
 }
 
-impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
+impl<L: PolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
     fn name(&self) -> &str {
         L::NAME
     }
@@ -651,6 +873,7 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
                         next_value: 0.0,
                         successor: false,
                         state,
+                        cut_input: Vec::new(),
                     });
                 }
             }
@@ -673,7 +896,7 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
             let inputs = self.learner_inputs(lp, &who, |i| &self.core.envs.obs()[i]);
             let states = self.current_states(lp, &who);
             let v = values_of(
-                &lp.learner.policy().valid(),
+                &lp.learner.acting_policy().valid(),
                 inputs.concat(),
                 who.len(),
                 &states,
@@ -683,6 +906,7 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
                 let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
                 let mut row = slot.open.take().expect("checked");
                 row.next_value = v[k];
+                row.cut_input = inputs[k].clone();
                 slot.closed.push(row);
             }
         }
@@ -690,14 +914,14 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         let mut m = Metrics::new();
         let progress = self.core.progress();
         for id in &ids {
-            let buf = self.policy_buffer(id);
+            let rows = self.policy_rows(id);
             let lp = self.learned.get_mut(id).expect("a learned policy");
-            let Some(buf) = buf else { continue };
-            m.insert(format!("policies/{id}/rows"), buf.len() as f64);
+            let Some(rows) = rows else { continue };
+            m.insert(format!("policies/{id}/rows"), rows.buffer.len() as f64);
             if !lp.train {
                 continue;
             }
-            for (k, v) in lp.learner.update(&buf, &progress)? {
+            for (k, v) in lp.learner.learn(rows, &progress)? {
                 m.insert(format!("policies/{id}/{k}"), v);
             }
         }
@@ -759,7 +983,7 @@ impl<L: OnPolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
         let policies = self
             .learned
             .iter()
-            .map(|(id, lp)| (id.clone(), lp.learner.save_state()))
+            .map(|(id, lp)| (id.clone(), lp.learner.policy_state()))
             .collect();
         let shell = ShellState {
             rng_policy: self.rng_policy.clone(),
@@ -786,6 +1010,7 @@ mod tests {
             next_value,
             successor,
             state: vec![],
+            cut_input: vec![],
         }
     }
 
