@@ -327,6 +327,27 @@ pub fn multi_agent_first_reaching(
     (None, evals)
 }
 
+/// [`multi_agent_first_reaching`] until every agent's evaluation return is ≥ `bar`: prints
+/// `what` with the step it did and every evaluation, and fails when the budget ended first.
+pub fn assert_every_agent_reaches(
+    algo: &mut dyn rl_core::multi_agent::MultiAgentAlgorithm,
+    run: &RunConfig,
+    bar: f64,
+    what: &str,
+) {
+    let (hit, evals) =
+        multi_agent_first_reaching(algo, run, |e| e.per_agent.values().all(|&r| r >= bar));
+    println!(
+        "{what}: first eval >= {bar} per agent at {hit:?} (budget {}); evaluations (team, agents): {evals:?}",
+        run.total_timesteps
+    );
+    assert!(
+        hit.is_some(),
+        "{what}: no evaluation with >= {bar} per agent within {}",
+        run.total_timesteps
+    );
+}
+
 /// [`assert_resumes_bit_identically`] for multi-agent runs: `n` iterations, save, `load`, `m`
 /// more equal `n + m` uninterrupted ones (metrics but wall-clock ones, and `weights`).
 pub fn assert_multi_agent_resumes<A: rl_core::multi_agent::MultiAgentAlgorithm>(

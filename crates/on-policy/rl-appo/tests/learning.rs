@@ -58,16 +58,8 @@ fn multi_agent_cartpole(seed: u64) {
         &Device::flex(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let (hit, evals) = testing::multi_agent_first_reaching(&mut ma, &run, |e| {
-        e.per_agent.values().all(|&r| r >= 400.0)
-    });
-    println!(
-        "APPO MultiAgentCartPole (2 agents, independent) seed {seed}: first eval >= 400 per agent at {hit:?} (budget 2000000); evaluations (team, agents): {evals:?}"
-    );
-    assert!(
-        hit.is_some(),
-        "seed {seed}: no evaluation with >= 400 per agent within 2M"
-    );
+    let what = format!("APPO MultiAgentCartPole (2 agents, independent) seed {seed}");
+    testing::assert_every_agent_reaches(&mut ma, &run, 400.0, &what);
 }
 
 #[test]

@@ -28,15 +28,17 @@ fn config(overrides: &[String]) -> RunConfig {
     )
 }
 
+/// (rows, largest |v_s − GAE(λ = 1) return|) of each batch checked.
+type Seen = Arc<Mutex<Vec<(usize, f64)>>>;
+
 /// IMPALA's learner, checking every batch it gets before updating on it.
 struct Checked {
     inner: ImpalaLearner,
-    /// (rows, largest |v_s − GAE(λ = 1) return|) per batch.
-    seen: Arc<Mutex<Vec<(usize, f64)>>>,
+    seen: Seen,
 }
 
 /// Where [`Checked`] learners built by the test report (the shell builds them).
-static SEEN: Mutex<Option<Arc<Mutex<Vec<(usize, f64)>>>>> = Mutex::new(None);
+static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
 impl Learner for Checked {
     type Batch = RunnerBatch;

@@ -1,7 +1,9 @@
 //! The multi-agent on-policy shell: one [`MultiAgentVecEnv`], a policy per id of the run's
-//! `multi_agent:` table, and for every learned policy its own [`OnPolicyLearner`] (PPO, A2C,
-//! …) fed with the rows of the agents mapped to it. No algorithm holds a copy of this code:
-//! each learner sees a [`RolloutBuffer`] as in a single-agent run.
+//! `multi_agent:` table, and for every learned policy its own [`PolicyLearner`] fed with the
+//! rows of the agents mapped to it: an [`OnPolicyLearner`] (PPO, A2C, Recurrent PPO) sees a
+//! [`RolloutBuffer`] as in a single-agent run, an actor-learner one (IMPALA, APPO, through
+//! [`ActorLearnerPolicy`]) a [`RunnerBatch`] of per-agent chains as if a runner had sent it.
+//! No algorithm holds a copy of this code.
 //!
 //! One iteration: `n_steps` vector-env steps. At each, the agents to act are grouped by
 //! policy; each learned policy's inference copy gives their actions, values and log-probs in
@@ -11,8 +13,8 @@
 //! true final observation, added to the reward as the single-agent collector does), or the
 //! rollout ends (bootstrap from the value of its current observation). An agent waiting for
 //! its turn at the rollout's end keeps its open row for the next one. GAE runs over each
-//! agent's chain of rows; each learned policy's rows become one buffer (one column), and its
-//! learner updates on it.
+//! agent's chain of rows; each learned policy's rows become one buffer (one column, chain after
+//! chain), and its learner learns from it.
 //!
 //! Metrics: `charts/episodic_return` (the sum over agents), `agents/<id>/episodic_return`,
 //! `policies/<id>/episodic_return` (the sum over that policy's agents) and each learner's
