@@ -1,7 +1,9 @@
 //! `cargo xtask <task>`:
-//! - `bench [--quick] [--peer sb3]`: learning benchmarks (wall-clock, steps/s, rollout/update
-//!   split, final return), report in `target/bench/report.{md,json}`; `--peer sb3` runs the same
-//!   settings in stable-baselines3 (own venv under `target/`, never in CI) side by side.
+//! - `bench [--quick] [--peer sb3|rllib|all]`: learning benchmarks (wall-clock, steps/s,
+//!   rollout/update split, final return), report in `target/bench/report.{md,json}`; `--peer`
+//!   runs the same settings in stable-baselines3 / sb3-contrib or RLlib (ray[rllib], new API
+//!   stack: the multi-agent cases), each in its own venv under `target/` (never in CI), side by
+//!   side.
 //! - `learn [--kernels avx2,avx512] [--ci] [--filter S1,S2]`: the learning tests (with the `#[ignore]`d
 //!   ones) per kernel level, merged into `docs/learning-results.md` as each binary finishes;
 //!   `learn --merge-logs DIR` records what a killed run had finished.
@@ -72,8 +74,29 @@ struct Case {
     sb3: &'static str,
     /// `--set` overrides of the config.
     overrides: &'static [&'static str],
-    /// Whether `sb3` names a case of the peer script.
-    peer: bool,
+    /// Which peer library runs the case (`sb3` names the case in its script).
+    peer: Peer,
+}
+
+/// The library a case is compared with.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Peer {
+    /// None has the algorithm (PPG).
+    None,
+    /// stable-baselines3 / sb3-contrib.
+    Sb3,
+    /// RLlib, new API stack.
+    Rllib,
+}
+
+impl Peer {
+    fn label(self) -> &'static str {
+        match self {
+            Peer::None => "–",
+            Peer::Sb3 => "SB3",
+            Peer::Rllib => "RLlib",
+        }
+    }
 }
 
 fn cases(quick: bool) -> Vec<Case> {
@@ -84,7 +107,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1, 2] },
             sb3: "cartpole",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "PPO Pendulum-v1 200k",
@@ -92,7 +115,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "pendulum",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "DQN CartPole-v1 50k (zoo)",
@@ -100,7 +123,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "dqn_cartpole",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "SAC Pendulum-v1 20k",
@@ -108,7 +131,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "sac_pendulum",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "A2C CartPole-v1 100k (zoo)",
@@ -116,7 +139,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "a2c_cartpole",
             overrides: &["total_timesteps=100000"],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "TRPO CartPole-v1 100k (zoo)",
@@ -124,7 +147,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "trpo_cartpole",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "Recurrent PPO CartPoleNoVel-v1 200k (zoo)",
@@ -132,7 +155,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "recurrent_ppo_cartpole_novel",
             overrides: &[],
-            peer: true,
+            peer: Peer::Sb3,
         },
         Case {
             name: "Recurrent PPO PendulumNoVel-v1 300k (zoo, gSDE)",
@@ -142,7 +165,7 @@ fn cases(quick: bool) -> Vec<Case> {
             overrides: &[],
             // sb3-contrib needs well over 10 min for this one here; run it by hand with
             // `python` on the script's `recurrent_ppo_pendulum_novel` case when wanted.
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "IMPALA CartPole-v1 1M, async, 1 runner × 8 envs",
@@ -153,7 +176,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.lockstep=false",
                 "algo_kwargs.num_env_runners=1",
             ],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "IMPALA CartPole-v1 1M, async, 2 runners × 8 envs",
@@ -161,7 +184,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "impala_cartpole_r2",
             overrides: &["algo_kwargs.lockstep=false"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "IMPALA CartPole-v1 1M, lockstep, 2 runners × 8 envs",
@@ -169,7 +192,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "impala_cartpole_lockstep",
             overrides: &[],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "APPO CartPole-v1 1M, async, 1 runner × 8 envs",
@@ -180,7 +203,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.lockstep=false",
                 "algo_kwargs.num_env_runners=1",
             ],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "APPO CartPole-v1 1M, async, 2 runners × 8 envs",
@@ -188,7 +211,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "appo_cartpole_r2",
             overrides: &["algo_kwargs.lockstep=false"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "PPO CartPole-v1 1M, synchronous, 8 envs × 128 steps, 4 epochs of 256 (APPO's network, batch and steps per update)",
@@ -202,7 +225,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.batch_size=256",
                 "algo_kwargs.n_epochs=4",
             ],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "PPO CartPole-v1 1M, synchronous, 8 envs × 20 steps, 1 epoch of 160 (IMPALA's network, batch and steps per update)",
@@ -216,7 +239,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.batch_size=160",
                 "algo_kwargs.n_epochs=1",
             ],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 1 worker",
@@ -225,7 +248,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "es_cartpole_w1",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 2 workers",
@@ -234,7 +257,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "es_cartpole_w2",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "ARS Pendulum-v1 10M steps, 1 worker",
@@ -243,7 +266,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "ars_pendulum_w1",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "ARS Pendulum-v1 10M steps, 2 workers",
@@ -252,7 +275,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "ars_pendulum_w2",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
-            peer: false,
+            peer: Peer::None,
         },
         Case {
             name: "PPO MultiAgentCartPole 2 agents, 200k env steps, a policy each (zoo CartPole settings)",
@@ -260,8 +283,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "ma_ppo_cartpole",
             overrides: &["total_timesteps=200000"],
-            // RLlib (ray[rllib], new API stack) is the peer for multi-agent runs; not installed here.
-            peer: false,
+            peer: Peer::Rllib,
         },
         Case {
             name: "PPG CartPole-v1 200k (seed table)",
@@ -269,7 +291,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "ppg_cartpole",
             overrides: &[],
-            peer: false,
+            peer: Peer::None,
         },
     ]
 }
@@ -376,7 +398,97 @@ fn sb3_python() -> Result<PathBuf, String> {
     Ok(py)
 }
 
-fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
+/// RLlib's side of the multi-agent cases (new API stack): the same env, policies, settings and
+/// budget as the config; one local env runner with 8 envs and a local learner (this machine's
+/// 2 cores). Prints the training seconds and the mean return of the last training episodes
+/// (RLlib's smoothed `episode_return_mean`, the sum over agents; stochastic actions).
+const RLLIB_SCRIPT: &str = r#"
+import sys, time, json, math
+import ray
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
+from ray.tune.registry import register_env
+case, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+assert case == "ma_ppo_cartpole", case
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+register_env("ma_cartpole", lambda cfg: MultiAgentCartPole(cfg))
+# ppo_multi_agent_cartpole.yaml: 8 envs x 32 steps, one 256-row minibatch, 20 epochs, linear lr
+# from 1e-3, clip 0.2 (RLlib's is constant), no KL penalty, no value clipping, global-norm 0.5.
+cfg = (
+    PPOConfig()
+    .environment("ma_cartpole", env_config={"num_agents": 2})
+    .env_runners(num_env_runners=0, num_envs_per_env_runner=8, rollout_fragment_length=32)
+    .learners(num_learners=0)
+    .training(
+        train_batch_size_per_learner=256, minibatch_size=256, num_epochs=20, gamma=0.98,
+        lambda_=0.8, lr=[[0, 1e-3], [steps, 0.0]], clip_param=0.2, entropy_coeff=0.0,
+        use_kl_loss=False, kl_coeff=0.0, vf_clip_param=float("inf"), grad_clip=0.5,
+        grad_clip_by="global_norm",
+    )
+    .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
+    .rl_module(model_config=DefaultModelConfig(
+        fcnet_hiddens=[64, 64], fcnet_activation="tanh", vf_share_layers=False))
+    .debugging(seed=seed)
+)
+algo = cfg.build_algo()
+t = time.time()
+sampled, ret = 0, float("nan")
+while sampled < steps:
+    r = algo.train()["env_runners"]
+    sampled = r["num_env_steps_sampled_lifetime"]
+    m = r.get("episode_return_mean", float("nan"))
+    ret = ret if math.isnan(m) else m
+secs = time.time() - t
+print(json.dumps({"train_seconds": secs, "eval_mean_return": ret, "env_steps": sampled}))
+"#;
+
+fn rllib_python() -> Result<PathBuf, String> {
+    let venv = root().join("target/rllib-venv");
+    let py = venv.join("bin/python");
+    if !Command::new(&py)
+        .args(["-c", "import ray.rllib, torch"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        sh(Command::new(venv.join("bin/pip")).args([
+            "install",
+            "-q",
+            "ray[rllib]==2.60.0",
+            "torch",
+        ]))?;
+    }
+    Ok(py)
+}
+
+/// Runs `c` at `seed` in its peer's script: (training seconds, its return).
+fn run_peer(c: &Case, seed: u64, py: &Path, steps: f64) -> Result<(f64, f64), String> {
+    let mut cmd = Command::new(py);
+    match c.peer {
+        Peer::Sb3 => cmd.arg("-c").arg(SB3_SCRIPT),
+        _ => cmd.arg("-c").arg(RLLIB_SCRIPT),
+    };
+    cmd.arg(c.sb3).arg(seed.to_string());
+    if c.peer == Peer::Rllib {
+        cmd.arg(format!("{steps:.0}"));
+    }
+    let o = sh(cmd.env("OMP_NUM_THREADS", "1"))?;
+    let p: Value = serde_json::from_str(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .last()
+            .unwrap_or("{}"),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((
+        p["train_seconds"].as_f64().unwrap_or(f64::NAN),
+        p["eval_mean_return"].as_f64().unwrap_or(f64::NAN),
+    ))
+}
+
+/// `peers`: the peer libraries to run beside (empty: none).
+fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> {
     let r = root();
     sh(Command::new("cargo")
         .args(["build", "--release", "--quiet", "--bin", "rl"])
@@ -390,12 +502,22 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
         git_commit(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    let peer = !peers.is_empty();
     md += if peer {
-        " SB3 s | SB3 return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+        " peer | peer s | peer return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     } else {
         "\n|---|---|---|---|---|---|---|---|\n"
     };
-    let py = if peer { Some(sb3_python()?) } else { None };
+    let sb3 = if peers.contains(&Peer::Sb3) {
+        Some(sb3_python()?)
+    } else {
+        None
+    };
+    let rllib = if peers.contains(&Peer::Rllib) {
+        Some(rllib_python()?)
+    } else {
+        None
+    };
     for c in cases(quick)
         .into_iter()
         .filter(|c| only.is_none_or(|o| c.name.contains(o)))
@@ -451,30 +573,24 @@ fn bench(quick: bool, peer: bool, only: Option<&str>) -> Result<(), String> {
                 c.name,
                 steps / wall
             );
-            // Cases whose algorithm has no stable-baselines3 counterpart (PPG) name no peer.
-            if let (Some(py), true) = (&py, c.peer) {
-                let o = sh(Command::new(py)
-                    .arg("-c")
-                    .arg(SB3_SCRIPT)
-                    .arg(c.sb3)
-                    .arg(seed.to_string())
-                    .env("OMP_NUM_THREADS", "1"))?;
-                let p: Value = serde_json::from_str(
-                    String::from_utf8_lossy(&o.stdout)
-                        .lines()
-                        .last()
-                        .unwrap_or("{}"),
-                )
-                .map_err(|e| e.to_string())?;
-                let (ps, pr) = (
-                    p["train_seconds"].as_f64().unwrap_or(f64::NAN),
-                    p["eval_mean_return"].as_f64().unwrap_or(f64::NAN),
+            // Cases whose algorithm has no peer counterpart (PPG) name none.
+            let py = match c.peer {
+                Peer::Sb3 => sb3.as_ref(),
+                Peer::Rllib => rllib.as_ref(),
+                Peer::None => None,
+            };
+            if let Some(py) = py {
+                let (ps, pr) = run_peer(&c, seed, py, steps)?;
+                md += &format!(
+                    " {} | {ps:.2} | {pr:.1} | {:.2}× |",
+                    c.peer.label(),
+                    ps / wall
                 );
-                md += &format!(" {ps:.2} | {pr:.1} | {:.2}× |", ps / wall);
-                row["sb3_seconds"] = json!(ps);
-                row["sb3_final_eval_return"] = json!(pr);
-            } else if py.is_some() {
-                md += " – | – | – |";
+                row["peer"] = json!(c.peer.label());
+                row["peer_seconds"] = json!(ps);
+                row["peer_final_return"] = json!(pr);
+            } else if peer {
+                md += " – | – | – | – |";
             }
             md += "\n";
             println!("{}", row);
@@ -1136,7 +1252,14 @@ fn main() -> ExitCode {
     let res = match args.first().map(String::as_str) {
         Some("bench") => bench(
             args.iter().any(|a| a == "--quick"),
-            args.windows(2).any(|w| w[0] == "--peer" && w[1] == "sb3"),
+            &args
+                .windows(2)
+                .find(|w| w[0] == "--peer")
+                .map_or(vec![], |w| match w[1].as_str() {
+                    "sb3" => vec![Peer::Sb3],
+                    "rllib" => vec![Peer::Rllib],
+                    _ => vec![Peer::Sb3, Peer::Rllib],
+                }),
             args.windows(2)
                 .find(|w| w[0] == "--only")
                 .map(|w| w[1].as_str()),
@@ -1183,7 +1306,7 @@ fn main() -> ExitCode {
                 .and_then(|i| args.get(i + 1))
                 .map_or(Ok(2.0), |v| v.parse::<f64>().map_err(|e| e.to_string())),
         ),
-        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask learn --merge-logs DIR | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record] [--dev]".into()),
+        _ => Err("usage: cargo xtask bench [--quick] [--peer sb3|rllib|all] [--only NAME-SUBSTRING] | cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,...] [--jobs N] | cargo xtask learn --merge-logs DIR | cargo xtask offline-memory [--gb 2] | cargo xtask same-build | cargo xtask same-numbers [--record] | cargo xtask fuzz [--seconds N] [--target T] [--record] [--dev]".into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
