@@ -810,12 +810,17 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
 /// after the last step). Truncated episodes count as ended here: their reward already holds
 /// `γ V(final observation)` from the runner.
 pub fn discounts(buf: &RolloutBuffer, last_dones: &[f32], gamma: f64) -> Vec<f64> {
-    let (t_len, n) = (buf.n_steps, buf.n_envs);
+    column_discounts(&buf.episode_starts, buf.n_envs, last_dones, gamma)
+}
+
+/// [`discounts`] for `episode_starts` laid out `[T][n]`.
+fn column_discounts(episode_starts: &[f32], n: usize, last_dones: &[f32], gamma: f64) -> Vec<f64> {
+    let t_len = episode_starts.len() / n.max(1);
     (0..t_len * n)
         .map(|i| {
             let (t, e) = (i / n, i % n);
             let done = if t + 1 < t_len {
-                buf.episode_starts[(t + 1) * n + e]
+                episode_starts[(t + 1) * n + e]
             } else {
                 last_dones[e]
             };
@@ -852,20 +857,29 @@ pub fn batch_vtrace(
         .zip(&buf.log_probs)
         .map(|(&t, &b)| t as f64 - b as f64)
         .collect();
-    if batch.chains.is_empty() {
-        return vtrace(
+    // Rows `rows` laid out `[T][n]`, with their `last_dones` and bootstrap values.
+    let trace = |rows: std::ops::Range<usize>, n: usize, last_dones: &[f32], boot: &[f32]| {
+        vtrace(
             &VTraceInput {
-                log_rhos: &log_rhos,
-                discounts: &discounts(buf, &batch.last_dones, gamma),
-                rewards: &f(&buf.rewards),
-                values: &f(values),
-                bootstrap_value: &f(bootstrap),
+                log_rhos: &log_rhos[rows.clone()],
+                discounts: &column_discounts(
+                    &buf.episode_starts[rows.clone()],
+                    n,
+                    last_dones,
+                    gamma,
+                ),
+                rewards: &f(&buf.rewards[rows.clone()]),
+                values: &f(&values[rows]),
+                bootstrap_value: &f(boot),
             },
-            buf.n_envs,
+            n,
             rho_bar,
             c_bar,
             rho_bar,
-        );
+        )
+    };
+    if batch.chains.is_empty() {
+        return trace(0..buf.len(), buf.n_envs, &batch.last_dones, bootstrap);
     }
     let mut out = VTraceOutput {
         vs: Vec::with_capacity(buf.len()),
@@ -875,32 +889,13 @@ pub fn batch_vtrace(
         deltas: Vec::with_capacity(buf.len()),
     };
     let mut start = 0;
+    // Each chain is a one-column rollout of its own.
     for (c, &len) in batch.chains.iter().enumerate() {
-        let rows = start..start + len;
-        // Within a chain a row ends an episode when the next one starts one.
-        let disc: Vec<f64> = rows
-            .clone()
-            .map(|i| {
-                let done = if i + 1 < start + len {
-                    buf.episode_starts[i + 1]
-                } else {
-                    batch.last_dones[c]
-                };
-                gamma * (1.0 - done as f64)
-            })
-            .collect();
-        let o = vtrace(
-            &VTraceInput {
-                log_rhos: &log_rhos[rows.clone()],
-                discounts: &disc,
-                rewards: &f(&buf.rewards[rows.clone()]),
-                values: &f(&values[rows]),
-                bootstrap_value: &[bootstrap[c] as f64],
-            },
+        let o = trace(
+            start..start + len,
             1,
-            rho_bar,
-            c_bar,
-            rho_bar,
+            &batch.last_dones[c..=c],
+            &bootstrap[c..=c],
         );
         out.vs.extend(o.vs);
         out.pg_advantages.extend(o.pg_advantages);

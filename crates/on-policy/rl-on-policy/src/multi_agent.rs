@@ -262,8 +262,8 @@ struct Row {
     /// A recurrent policy's state this step started from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     state: Vec<f32>,
-    /// Cut by the rollout's end: the learner input `next_value` is the value of (V-trace
-    /// recomputes it with the learner's policy).
+    /// Cut by the rollout's end: the learner input whose value `next_value` is (V-trace
+    /// recomputes that value with the learner's policy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     cut_input: Vec<f32>,
 }
@@ -734,7 +734,12 @@ impl<L: PolicyLearner> MultiAgentOnPolicy<L> {
             for (a, slot) in env_rows.iter_mut() {
                 if self.core.map.agent_policy[a] == id && !slot.closed.is_empty() {
                     // A waiting agent's chain goes on with its open row.
-                    let next = slot.open.as_ref().map(|r| r.obs.clone());
+                    let goes_on = slot.closed.last().is_some_and(|r| r.successor);
+                    let next = slot
+                        .open
+                        .as_ref()
+                        .filter(|_| goes_on)
+                        .map(|r| r.obs.clone());
                     chains.push((std::mem::take(&mut slot.closed), next));
                 }
             }
@@ -756,7 +761,6 @@ impl<L: PolicyLearner> MultiAgentOnPolicy<L> {
             // agent's episode ended there.
             let going_on = next
                 .as_ref()
-                .filter(|_| end.successor)
                 .or_else(|| (!end.cut_input.is_empty()).then_some(&end.cut_input));
             match going_on {
                 Some(input) => {
@@ -904,11 +908,11 @@ impl<L: PolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
                 &states,
                 &self.infer,
             );
-            for (k, (i, a)) in who.into_iter().enumerate() {
+            for (k, ((i, a), input)) in who.into_iter().zip(inputs).enumerate() {
                 let slot = self.rows[i].get_mut(&a).expect("every agent has rows");
                 let mut row = slot.open.take().expect("checked");
                 row.next_value = v[k];
-                row.cut_input = inputs[k].clone();
+                row.cut_input = input;
                 slot.closed.push(row);
             }
         }
