@@ -295,6 +295,12 @@ fn ppo_simple_spread_mappo_seed1_within_2m_agent_steps() {
     simple_spread_mappo(1);
 }
 
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_simple_spread_mappo_seed2_within_2m_agent_steps() {
+    simple_spread_mappo(2);
+}
+
 /// The whole 2M agent steps, with and without the centralized critic: the best evaluation of
 /// each against the greedy heuristic's −15.5 (reported; the bar is −20).
 fn simple_spread_full(file: &str, what: &str) {
