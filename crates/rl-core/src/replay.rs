@@ -5,6 +5,11 @@
 //!
 //! `terminated` and `truncated` are stored apart and `next_obs` is the true next observation,
 //! also at episode ends, so a truncated transition bootstraps from its final observation.
+//!
+//! A [`linked`](Replay::linked) buffer (one column) holds transitions of several sources
+//! interleaved, such as the agents of a multi-agent policy in the order their transitions
+//! closed: each stored transition may name its successor ([`add_after`](Replay::add_after)),
+//! and n-step returns follow those links instead of the next row.
 
 use crate::params::{TensorFileError, TensorMap};
 use crate::rng::Rng;
@@ -234,7 +239,14 @@ pub struct Replay {
     full: bool,
     tree: Option<PriorityTree>,
     max_priority: f64,
+    /// Transitions written since the buffer was made (`pos` is this modulo `rows`).
+    writes: u64,
+    /// Linked buffers: each slot's successor slot ([`NO_LINK`] when none yet).
+    links: Option<Vec<usize>>,
 }
+
+/// A slot without a successor in a linked buffer.
+const NO_LINK: usize = usize::MAX;
 
 /// Scalars of a saved buffer (the arrays go to a tensor file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,6 +267,9 @@ pub struct ReplayMeta {
     pub max_priority: f64,
     /// Whether priorities were saved.
     pub prioritized: bool,
+    /// Transitions written since the buffer was made (absent in older checkpoints).
+    #[serde(default)]
+    pub writes: Option<u64>,
 }
 
 impl Replay {
@@ -274,8 +289,23 @@ impl Replay {
             full: false,
             tree: cfg.prioritized.map(|_| PriorityTree::new(n)),
             max_priority: 1.0,
+            writes: 0,
+            links: None,
             cfg,
         }
+    }
+
+    /// This (empty) buffer with successor links: n-step returns follow the links that
+    /// [`add_after`](Self::add_after) sets. One column only (`n_envs` 1: a row is a transition).
+    pub fn linked(mut self) -> Self {
+        debug_assert_eq!(self.cfg.n_envs, 1, "a linked replay has one column");
+        self.links = Some(vec![NO_LINK; self.rows * self.cfg.n_envs]);
+        self
+    }
+
+    /// Whether the buffer is [`linked`](Self::linked).
+    pub fn is_linked(&self) -> bool {
+        self.links.is_some()
     }
 
     /// The configuration.
@@ -324,8 +354,45 @@ impl Replay {
                 tree.set(i, p);
             }
         }
+        if let Some(links) = &mut self.links {
+            links[base..base + ne].fill(NO_LINK);
+        }
         self.pos = (self.pos + 1) % self.rows;
         self.full |= self.pos == 0;
+        self.writes += 1;
+    }
+
+    /// Stores one transition of a [`linked`](Self::linked) buffer as the successor of the
+    /// transition written as number `prev` (what an earlier call returned), if that one is
+    /// still stored; returns this transition's number. Without links it is [`add_one`](Self::add_one).
+    pub fn add_after(&mut self, t: TransitionRef<'_>, prev: Option<u64>) -> u64 {
+        let (slot, rows) = (self.pos, self.rows as u64);
+        // `prev` is still stored unless the ring has come round to it (this write included).
+        let prev_slot = prev
+            .filter(|&w| w < self.writes && self.writes - w < rows)
+            .map(|w| (w % rows) as usize);
+        self.add_one(t);
+        if let (Some(links), Some(p)) = (&mut self.links, prev_slot) {
+            links[p] = slot;
+        }
+        self.writes - 1
+    }
+
+    /// The flat index n-step returns go on to from the stored transition `j`: its link in a
+    /// linked buffer, else the same env's next row (none at the newest row).
+    pub fn successor(&self, j: usize) -> Option<usize> {
+        self.next_slot(j, (self.pos + self.rows - 1) % self.rows)
+    }
+
+    fn next_slot(&self, j: usize, last_row: usize) -> Option<usize> {
+        match &self.links {
+            Some(links) => Some(links[j]).filter(|&s| s != NO_LINK),
+            None => {
+                let ne = self.cfg.n_envs;
+                let row = j / ne;
+                (row != last_row).then(|| ((row + 1) % self.rows) * ne + j % ne)
+            }
+        }
     }
 
     /// Stores one transition of a single-env buffer.
@@ -387,7 +454,7 @@ impl Replay {
         gamma: f32,
         rng: &mut Rng,
     ) -> TransitionBatch {
-        let (ne, od, ad) = (self.cfg.n_envs, self.cfg.obs_dim, self.cfg.act_dim);
+        let (od, ad) = (self.cfg.obs_dim, self.cfg.act_dim);
         let b = indices.len();
         let mut out = TransitionBatch {
             obs: Vec::with_capacity(b * od),
@@ -403,19 +470,20 @@ impl Replay {
         // The newest row: n-step sums stop there instead of wrapping into the oldest data.
         let last_row = (self.pos + self.rows - 1) % self.rows;
         for &i in &indices {
-            let (row, e) = (i / ne, i % ne);
             out.obs.extend_from_slice(&self.obs[i * od..(i + 1) * od]);
             out.actions
                 .extend_from_slice(&self.actions[i * ad..(i + 1) * ad]);
             let n = self.cfg.n_step.draw(rng);
             let (mut ret, mut disc, mut j) = (0.0f32, 1.0f32, i);
             for k in 0..n {
-                let r = (row + k) % self.rows;
-                j = r * ne + e;
                 ret += disc * self.rewards[j];
                 disc *= gamma;
-                if self.terminated[j] || self.truncated[j] || r == last_row {
+                if k + 1 == n || self.terminated[j] || self.truncated[j] {
                     break;
+                }
+                match self.next_slot(j, last_row) {
+                    Some(s) => j = s,
+                    None => break,
                 }
             }
             out.rewards.push(ret);
@@ -490,6 +558,15 @@ impl Replay {
                 (0..n).map(|i| t.get(i) as f32).collect(),
             );
         }
+        if let Some(links) = &self.links {
+            // As the distance forward to the successor (small, exact in f32), −1 for none.
+            let d = links[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| if s == NO_LINK { -1.0 } else { ((s + self.rows - i) % self.rows) as f32 })
+                .collect();
+            m.insert("links", vec![n], d);
+        }
         let meta = ReplayMeta {
             rows: self.rows,
             n_envs: self.cfg.n_envs,
@@ -499,6 +576,7 @@ impl Replay {
             full: self.full,
             max_priority: self.max_priority,
             prioritized: self.tree.is_some(),
+            writes: Some(self.writes),
         };
         (m, meta)
     }
@@ -542,6 +620,35 @@ impl Replay {
         }
         self.pos = meta.pos;
         self.full = meta.full;
+        let rows = self.rows as u64;
+        self.writes = match meta.writes {
+            Some(w) if w % rows == meta.pos as u64 && (w >= rows) == meta.full => w,
+            Some(w) => {
+                return Err(bad(format!(
+                    "{w} writes do not leave the write position at {} (full: {})",
+                    meta.pos, meta.full
+                )));
+            }
+            // Older checkpoints: a count with the same position (links start afresh).
+            None => meta.pos as u64 + if meta.full { rows } else { 0 },
+        };
+        let rows_us = self.rows;
+        if let Some(links) = &mut self.links {
+            links.fill(NO_LINK);
+            if map.0.contains_key("links") {
+                for (i, d) in map.take("links", &[n], file)?.into_iter().enumerate() {
+                    if d == -1.0 {
+                        continue;
+                    }
+                    if !(d >= 1.0 && d < rows_us as f32 && d.fract() == 0.0) {
+                        return Err(bad(format!(
+                            "link {i} is {d}, expected -1 or a whole number in 1..{rows_us}"
+                        )));
+                    }
+                    links[i] = (i + d as usize) % rows_us;
+                }
+            }
+        }
         if let Some(tree) = &mut self.tree {
             let pr = if map.0.contains_key("priorities") {
                 map.take("priorities", &[n], file)?
@@ -787,5 +894,92 @@ mod tests {
             err.contains("replay.safetensors") && err.contains("rows"),
             "{err}"
         );
+    }
+
+    /// Two agents' transitions interleaved in one linked column: agent A's rewards 1, 2, 4
+    /// (then its episode ends), B's 10, 20, 40 (still going). n-step sums follow each agent.
+    fn interleaved(cap: usize) -> Replay {
+        let mut b = buf(cap, 1, NStep::Fixed(3), None).linked();
+        let t = |r: f32, term: bool| TransitionRef {
+            obs: &[0.0],
+            action: &[0.0],
+            reward: r,
+            next_obs: &[0.0],
+            terminated: term,
+            truncated: false,
+        };
+        let (mut a, mut bb) = (None, None);
+        for (ra, rb) in [(1.0, 10.0), (2.0, 20.0), (4.0, 40.0)] {
+            a = Some(b.add_after(t(ra, ra == 4.0), a));
+            bb = Some(b.add_after(t(rb, false), bb));
+        }
+        b
+    }
+
+    #[test]
+    fn linked_n_step_returns_follow_each_source() {
+        let b = interleaved(8);
+        let g = 0.5f32;
+        let s = b.gather((0..6).collect(), vec![1.0; 6], g, &mut Rng::seed_from(0));
+        // Slots: A1 B10 A2 B20 A4 B40. A stops at its terminal step, B at its newest one.
+        assert_eq!(
+            s.rewards,
+            vec![1.0 + 1.0 + 1.0, 10.0 + 10.0 + 10.0, 2.0 + 2.0, 20.0 + 20.0, 4.0, 40.0]
+        );
+        assert_eq!(s.discounts, vec![0.125, 0.125, 0.25, 0.25, 0.5, 0.5]);
+        assert_eq!(s.terminated, vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
+        // Unlinked, the same rows would have been summed across the two agents.
+        let mut plain = buf(8, 1, NStep::Fixed(3), None);
+        for r in [1.0, 10.0, 2.0] {
+            push(&mut plain, r, false, false);
+        }
+        let p = plain.gather(vec![0], vec![1.0], g, &mut Rng::seed_from(0));
+        assert_eq!(p.rewards, vec![1.0 + 5.0 + 0.5]);
+    }
+
+    #[test]
+    fn linked_buffer_drops_links_to_overwritten_slots_and_round_trips() {
+        // Capacity 4: A1 B10 are overwritten by A4 B40; a link into a reused slot is not set.
+        let mut b = interleaved(4);
+        let g = 0.5f32;
+        let s = b.gather((0..4).collect(), vec![1.0; 4], g, &mut Rng::seed_from(0));
+        // Slots 0..4 now hold A4 B40 A2 B20.
+        assert_eq!(s.rewards, vec![4.0, 40.0, 2.0 + 2.0, 20.0 + 20.0]);
+        // A successor named after the ring came round to it is ignored.
+        let stale = b.add_after(
+            TransitionRef {
+                obs: &[0.0],
+                action: &[0.0],
+                reward: 7.0,
+                next_obs: &[0.0],
+                terminated: false,
+                truncated: false,
+            },
+            Some(0),
+        );
+        assert_eq!(stale, 6);
+        let (map, meta) = b.save();
+        let bytes = map.to_bytes();
+        let mut c = buf(4, 1, NStep::Fixed(3), None).linked();
+        c.load(
+            TensorMap::from_bytes(&bytes, "replay.safetensors").unwrap(),
+            &meta,
+            "replay.safetensors",
+        )
+        .unwrap();
+        let idx: Vec<usize> = (0..4).collect();
+        assert_eq!(
+            b.gather(idx.clone(), vec![1.0; 4], g, &mut Rng::seed_from(0)),
+            c.gather(idx, vec![1.0; 4], g, &mut Rng::seed_from(0))
+        );
+        assert_eq!(c.writes, 7);
+        let mut bad = map.clone();
+        bad.insert("links", vec![4], vec![0.5, -1.0, -1.0, -1.0]);
+        let err = buf(4, 1, NStep::Fixed(3), None)
+            .linked()
+            .load(bad, &meta, "replay.safetensors")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("replay.safetensors") && err.contains("link 0"), "{err}");
     }
 }

@@ -86,11 +86,17 @@ fn rainbow_cartpole_seed2_at_100k() {
 /// Independent DQN on RLlib's MultiAgentCartPole (2 agents, a Q-network and replay each): 400
 /// per agent within 200k env steps (RLlib's bar: 150 per agent within 500k).
 fn multi_agent_cartpole(seed: u64) {
-    let run = testing::example_config(
-        env!("CARGO_MANIFEST_DIR"),
-        "dqn_multi_agent_cartpole.yaml",
-        &[format!("seed={seed}")],
-    );
+    multi_agent_cartpole_with("dqn_multi_agent_cartpole.yaml", "independent", seed);
+}
+
+/// Rainbow (3-step returns among its parts) with one policy shared by the 2 agents: the same
+/// bar, 400 per agent within 200k.
+fn rainbow_multi_agent_cartpole(seed: u64) {
+    multi_agent_cartpole_with("dqn_rainbow_multi_agent_cartpole.yaml", "Rainbow, shared", seed);
+}
+
+fn multi_agent_cartpole_with(file: &str, what: &str, seed: u64) {
+    let run = testing::example_config(env!("CARGO_MANIFEST_DIR"), file, &[format!("seed={seed}")]);
     let mut ma = rl_off_policy::multi_agent::MultiAgentOffPolicy::<rl_dqn::DqnLearner>::new(
         &run,
         &rl_envs::make_multi_agent_env,
@@ -102,7 +108,7 @@ fn multi_agent_cartpole(seed: u64) {
         e.per_agent.values().all(|&r| r >= 400.0)
     });
     println!(
-        "DQN MultiAgentCartPole (2 agents, independent) seed {seed} evaluations (team, agents): {evals:?}"
+        "DQN MultiAgentCartPole (2 agents, {what}) seed {seed} evaluations (team, agents): {evals:?}"
     );
     assert!(
         hit.is_some(),
@@ -125,4 +131,21 @@ fn dqn_multi_agent_cartpole_seed1_within_200k() {
 #[ignore = "long: run by cargo xtask learn"]
 fn dqn_multi_agent_cartpole_seed2_within_200k() {
     multi_agent_cartpole(2);
+}
+
+#[test]
+fn dqn_rainbow_multi_agent_cartpole_seed0_within_200k() {
+    rainbow_multi_agent_cartpole(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_rainbow_multi_agent_cartpole_seed1_within_200k() {
+    rainbow_multi_agent_cartpole(1);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_rainbow_multi_agent_cartpole_seed2_within_200k() {
+    rainbow_multi_agent_cartpole(2);
 }

@@ -69,6 +69,57 @@ fn resume_with_the_stored_replays_is_bit_identical() {
 }
 
 #[test]
+fn rainbow_resume_with_n_step_ranges_is_bit_identical() {
+    // One policy for both agents: its replay interleaves them, n-step sums follow the links.
+    resumes(
+        &[
+            "algo_kwargs.store_buffer_in_checkpoints=true",
+            "algo_kwargs.prioritized_replay=true",
+            "algo_kwargs.n_step=[1, 3]",
+            "multi_agent.policy_mapping=shared",
+            "multi_agent.policies={shared: {}}",
+        ],
+        "dqn-n-step",
+    );
+}
+
+/// With one policy for both agents its replay holds their transitions interleaved; each
+/// transition's successor (where n-step returns go on) is the same agent's next transition,
+/// the one starting from its next observation. Only episode ends and each agent's newest
+/// transition have none.
+#[test]
+fn each_transition_links_to_the_same_agents_next_one_in_a_shared_replay() {
+    let run = config(&[
+        "total_timesteps=600".into(),
+        "algo_kwargs.learning_starts=1000".into(),
+        "multi_agent.policy_mapping=shared".into(),
+        "multi_agent.policies={shared: {}}".into(),
+    ]);
+    let mut ma = build(&run).unwrap();
+    while ma.num_timesteps() < 600 {
+        ma.train().unwrap();
+    }
+    let replay = &ma.learned()["shared"].replay;
+    let one = |i: usize| replay.gather(vec![i], vec![1.0], 1.0, &mut rl_core::Rng::seed_from(0));
+    let (mut interleaved, mut open_ends) = (0, 0);
+    for i in 0..replay.len() {
+        let t = one(i);
+        let done = t.terminated[0] + t.truncated[0] > 0.0;
+        match replay.successor(i) {
+            Some(s) => {
+                assert!(!done, "transition {i} ended its episode but links to {s}");
+                assert_eq!(one(s).obs, t.next_obs, "transition {i} links to {s}");
+                interleaved += (s != i + 1) as usize;
+            }
+            None if !done => open_ends += 1,
+            None => {}
+        }
+    }
+    assert!(interleaved > 0, "the agents' transitions were not interleaved");
+    assert!(open_ends <= 2, "{open_ends} transitions without successor (2 agents)");
+}
+
+#[test]
 fn prioritized_double_dueling_resume_is_bit_identical() {
     resumes(
         &[
@@ -103,20 +154,12 @@ fn metrics_are_per_policy_and_each_replay_holds_its_agents_transitions() {
 }
 
 #[test]
-fn n_step_returns_mixed_train_freq_and_a_centralized_critic_are_refused_by_name() {
+fn mixed_train_freq_and_a_centralized_critic_are_refused_by_name() {
     let mut run = config(&[]);
     run.multi_agent.as_mut().unwrap().centralized_critic = true;
     let e = build(&run).err().unwrap().to_string();
     assert!(
         e.contains("multi_agent.centralized_critic") && e.contains("on-policy"),
-        "{e}"
-    );
-    let e = build(&config(&["algo_kwargs.n_step=3".into()]))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        e.contains("algo_kwargs.n_step") && e.contains("multi-agent"),
         "{e}"
     );
     let mut run = config(&[]);

@@ -10,8 +10,10 @@
 //! run). Then each learned policy takes the gradient steps due (counted in env steps), each on
 //! a batch sampled from its replay, and its metrics go under `policies/<id>/`.
 //!
-//! A policy's replay is one column of transitions in the order they closed, so n-step returns
-//! (which read consecutive rows of one env) are refused, as is AWR's whole-replay feed.
+//! A policy's replay is one [linked](rl_core::replay::Replay::linked) column of transitions in
+//! the order they closed: each transition names the same agent's next one, so n-step returns
+//! (and RLlib's n-step ranges) sum one agent's rewards, never its neighbours'. AWR's
+//! whole-replay feed is refused.
 
 use crate::agent::{
     ActMode, Feed, OffPolicyActor, OffPolicyLearner, OffPolicySettings, random_actions,
@@ -26,7 +28,7 @@ use rl_core::multi_agent::{
     MultiAgentEnv, MultiAgentEnvMaker, MultiAgentEpisode, MultiAgentEval, learned_policy,
     policy_field,
 };
-use rl_core::replay::{NStep, Replay, ReplayMeta, TransitionRef};
+use rl_core::replay::{Replay, ReplayMeta, TransitionRef};
 use rl_core::{RlError, Rng, Space};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,6 +77,10 @@ struct PolicyState {
 struct ShellState {
     rng_act: Rng,
     pending: Vec<AgentMap<Pending>>,
+    /// Per env, each agent's last stored transition of its current episode (its number in
+    /// its policy's replay: the next one links to it).
+    #[serde(default)]
+    last_stored: Vec<AgentMap<u64>>,
     policies: BTreeMap<String, PolicyState>,
 }
 
@@ -83,6 +89,7 @@ pub struct MultiAgentOffPolicy<L: OffPolicyLearner> {
     core: MultiAgentCore,
     learned: BTreeMap<String, LearnedOffPolicy<L>>,
     pending: Vec<AgentMap<Pending>>,
+    last_stored: Vec<AgentMap<u64>>,
     train_freq: usize,
     rng_act: Rng,
 }
@@ -135,13 +142,6 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
                 )
                 .into());
             }
-            if settings.replay.n_step != NStep::Fixed(1) {
-                return Err(ConfigError::new(
-                    field("n_step"),
-                    "n-step returns are not supported in multi-agent runs yet (each policy's replay interleaves its agents)",
-                )
-                .into());
-            }
             let tf = settings.frequency.train_freq;
             match train_freq {
                 None => train_freq = Some(tf),
@@ -166,7 +166,10 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
                 LearnedOffPolicy {
                     learner,
                     train: core.map.to_train.contains(&id),
-                    replay: settings.replay.build(1, obs_space.flat_dim(), act_dim),
+                    replay: settings
+                        .replay
+                        .build(1, obs_space.flat_dim(), act_dim)
+                        .linked(),
                     rng_replay: Rng::for_stream(prun.seed, "replay"),
                     settings,
                     credit: 0.0,
@@ -181,6 +184,7 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
             core,
             learned,
             pending: vec![AgentMap::new(); n],
+            last_stored: vec![AgentMap::new(); n],
             train_freq: train_freq.unwrap_or(1),
             rng_act: Rng::for_stream(run.seed, "act"),
         })
@@ -258,14 +262,21 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
                     .get_mut(&self.core.map.agent_policy[&a])
                     .expect("a learned agent");
                 let next_flat = flat(&lp.obs_space, next_obs);
-                lp.replay.add_one(TransitionRef {
-                    obs: &p.obs,
-                    action: &p.action,
-                    reward: p.reward,
-                    next_obs: &next_flat,
-                    terminated,
-                    truncated,
-                });
+                let prev = self.last_stored[i].remove(&a);
+                let w = lp.replay.add_after(
+                    TransitionRef {
+                        obs: &p.obs,
+                        action: &p.action,
+                        reward: p.reward,
+                        next_obs: &next_flat,
+                        terminated,
+                        truncated,
+                    },
+                    prev,
+                );
+                if !(terminated || truncated) {
+                    self.last_stored[i].insert(a, w);
+                }
             }
         }
         Ok(())
@@ -306,6 +317,24 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         }
         saved.restore_core(&mut me.core)?;
         me.pending = shell.pending;
+        if !shell.last_stored.is_empty() {
+            if shell.last_stored.len() != me.last_stored.len() {
+                let m = format!("last_stored: {} envs, the run has {}", shell.last_stored.len(), me.last_stored.len());
+                return Err(ConfigError::new(file, m).into());
+            }
+            me.last_stored = shell.last_stored;
+            // A replay not stored in the checkpoint starts empty: nothing there to link to.
+            for stored in &mut me.last_stored {
+                stored.retain(|a, _| {
+                    me.core
+                        .map
+                        .agent_policy
+                        .get(a)
+                        .and_then(|id| me.learned.get(id))
+                        .is_some_and(|lp| !lp.replay.is_empty())
+                });
+            }
+        }
         me.rng_act = shell.rng_act;
         Ok(me)
     }
@@ -433,6 +462,7 @@ impl<L: OffPolicyLearner> MultiAgentAlgorithm for MultiAgentOffPolicy<L> {
         let shell = ShellState {
             rng_act: self.rng_act.clone(),
             pending: self.pending.clone(),
+            last_stored: self.last_stored.clone(),
             policies: states,
         };
         let shell = serde_json::to_value(shell).expect("serializable");
