@@ -4,7 +4,8 @@
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::ConfigError;
-use rl_core::env::Kwargs;
+use rl_core::env::{EnvError, Kwargs};
+use serde_json::Value;
 use rl_core::multi_agent::{FrozenSource, HeuristicPolicy, MultiAgentAlgorithm};
 use rl_core::rng::Rng;
 use rl_core::spaces::Space;
@@ -20,31 +21,52 @@ enum Loaded {
 }
 
 /// A checkpoint's policy acting deterministically (its mode), so that a resumed run replays
-/// it exactly. Every agent it acts for shares the loaded algorithm: it keeps no state between
-/// steps (recurrent checkpoints are refused).
+/// it exactly. Every agent it acts for shares the loaded algorithm; each instance (one per
+/// agent and env) keeps its own recurrent state, zero at the agent's episode start and saved
+/// in the run's checkpoints.
 struct CheckpointPolicy {
     name: String,
     loaded: Arc<Mutex<Loaded>>,
+    /// The recurrent state of a recurrent policy (empty: the episode's start).
+    state: Vec<f32>,
 }
 
 impl HeuristicPolicy for CheckpointPolicy {
     fn name(&self) -> &str {
         &self.name
     }
+    fn reset(&mut self, _rng: &mut Rng) {
+        self.state.clear();
+    }
     fn act(&mut self, obs: &[f32], _rng: &mut Rng) -> Result<Vec<f32>, RlError> {
         // A panic elsewhere while holding the lock leaves nothing half-updated here: acting
-        // only reads the weights.
+        // reads the weights, and the state it continues from is this instance's.
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         match &mut *loaded {
-            Loaded::Single(a) => a.predict(obs, true),
-            Loaded::Multi(a, policy) => a.predict(policy, obs, true),
+            Loaded::Single(a) => a.predict_with_state(obs, &mut self.state, true),
+            Loaded::Multi(a, policy) => a.predict_with_state(policy, obs, &mut self.state, true),
         }
     }
     fn fresh(&self) -> Box<dyn HeuristicPolicy> {
         Box::new(CheckpointPolicy {
             name: self.name.clone(),
             loaded: self.loaded.clone(),
+            state: Vec::new(),
         })
+    }
+    fn save(&self) -> Value {
+        Value::from(self.state.iter().map(|&x| Value::from(x)).collect::<Vec<_>>())
+    }
+    fn load(&mut self, state: &Value) -> Result<(), EnvError> {
+        self.state = match state {
+            // Checkpoints from before recurrent frozen policies saved nothing.
+            Value::Null => Vec::new(),
+            v => serde_json::from_value(v.clone()).map_err(|e| EnvError::InvalidState {
+                env: self.name.clone(),
+                reason: format!("a frozen policy's saved recurrent state: {e}"),
+            })?,
+        };
+        Ok(())
     }
 }
 
@@ -76,13 +98,6 @@ pub fn frozen_policy(
     };
     let ck = rl_core::checkpoint::read_checkpoint(dir)?;
     let run = rl_core::checkpoint::read_run_config(&ck)?;
-    if ck.algorithm == "recurrent_ppo" {
-        return Err(RlError::Config(ConfigError::new(
-            dir.display().to_string(),
-            "a recurrent policy cannot act frozen in a multi-agent run yet (its state would \
-             be shared by every agent)",
-        )));
-    }
     let (loaded, (obs, act)) = if crate::is_multi_agent(&run) {
         let a = crate::load_multi_agent_as_saved(dir, &ck.algorithm, device)?;
         if !a.core().learned_ids().iter().any(|id| id == policy) {
@@ -111,5 +126,6 @@ pub fn frozen_policy(
     Ok(Box::new(CheckpointPolicy {
         name: format!("checkpoint {}", dir.display()),
         loaded: Arc::new(Mutex::new(loaded)),
+        state: Vec::new(),
     }))
 }

@@ -135,6 +135,82 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A Recurrent PPO checkpoint acting frozen for two agents of a 3-agent MultiAgentCartPole:
+/// each agent carries its own LSTM state (zero at its episode start), so each plays exactly
+/// as the checkpoint alone plays its copy's episodes; the states travel in the run's
+/// checkpoints (resume is bit-identical).
+#[test]
+fn a_recurrent_checkpoint_keeps_each_agents_state() {
+    let d = tmp("recurrent");
+    let dev = Device::flex();
+    let rec_dir = d.join("recurrent_ppo");
+    // Trained enough to balance for a while, so that its actions depend on its state.
+    let y = "algorithm: recurrent_ppo\nenv_id: CartPole-v1\ntotal_timesteps: 8192\nn_envs: 2\nseed: 3\n\
+             algo_kwargs: {n_steps: 128, batch_size: 128, n_epochs: 4, lstm_hidden_size: 16}\n";
+    let run = RunConfig::from_yaml(y, &[], "recurrent").unwrap();
+    let mut alg = rl::build(&run, &dev).unwrap();
+    while alg.num_timesteps() < 8192 {
+        alg.train().unwrap();
+    }
+    alg.save(&rec_dir).unwrap();
+    let mut rec = rl::load(&rec_dir, &dev).unwrap();
+    let (eval_seed, episodes) = (100, 3);
+    // `predict` carries the state within an episode; reset it at every episode start.
+    let mut per_copy = Vec::new();
+    for copy in [1, 2] {
+        let mut env = rl::envs::make("CartPole-v1", &Kwargs::new()).unwrap();
+        let (mut total, mut obs) = (0.0, vec![0.0; 4]);
+        for e in 0..episodes {
+            rec.reset_predict_state();
+            env.reset(Some(eval_seed + e + copy), None, &mut obs).unwrap();
+            loop {
+                let s = env.step(&rec.predict(&obs, true).unwrap(), &mut obs).unwrap();
+                total += s.reward;
+                if s.terminated || s.truncated {
+                    break;
+                }
+            }
+        }
+        per_copy.push(total / episodes as f64);
+    }
+    let y = format!(
+        "algorithm: ppo\nenv_id: MultiAgentCartPole\nenv_kwargs: {{num_agents: 3}}\n\
+         total_timesteps: 192\nn_envs: 2\nseed: 5\nmulti_agent:\n  \
+         policies: {{p0: {{}}, p1: {{checkpoint: {}}}}}\n  \
+         policy_mapping: {{\"0\": p0, \"1\": p1, \"2\": p1}}\n\
+         algo_kwargs: {{n_steps: 32, batch_size: 32, n_epochs: 1}}\n",
+        yaml_path(&rec_dir)
+    );
+    let run = RunConfig::from_yaml(&y, &[], "frozen-recurrent").unwrap();
+    let mut ma = rl::build_multi_agent(&run, &dev).unwrap();
+    let mut eval_env = rl::make_multi_agent_eval_env(&run).unwrap();
+    let e = ma
+        .evaluate(eval_env.as_mut(), episodes as usize, true, eval_seed)
+        .unwrap();
+    for (agent, expected) in ["1", "2"].into_iter().zip(&per_copy) {
+        assert!(
+            (e.per_agent[agent] - expected).abs() < 1e-9,
+            "agent {agent} plays the recurrent checkpoint: {} vs {expected} ({per_copy:?})",
+            e.per_agent[agent]
+        );
+    }
+    // Resume in the middle of the frozen agents' episodes: the same as going on.
+    let metrics = |ma: &mut Box<dyn rl::core::multi_agent::MultiAgentAlgorithm>| {
+        rl::envs::testing::comparable_metrics(&ma.train().unwrap())
+    };
+    let mut a = rl::build_multi_agent(&run, &dev).unwrap();
+    let straight: Vec<_> = (0..3).map(|_| metrics(&mut a)).collect();
+    let mut b = rl::build_multi_agent(&run, &dev).unwrap();
+    let mut resumed = vec![metrics(&mut b)];
+    let dir = d.join("ma");
+    b.save(&dir).unwrap();
+    drop(b);
+    let mut c = rl::load_multi_agent(&dir, &dev).unwrap();
+    resumed.extend((0..2).map(|_| metrics(&mut c)));
+    assert_eq!(straight, resumed, "metrics differ after resume");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn bad_checkpoint_policies_are_errors_naming_the_policy() {
     let d = tmp("bad");

@@ -325,6 +325,19 @@ pub trait Algorithm {
     /// (SB3's `episode_start`). [`evaluate`](Self::evaluate) calls it at every episode start;
     /// stateless policies ignore it.
     fn reset_predict_state(&mut self) {}
+    /// [`predict`](Self::predict) continuing from a state the caller keeps (a recurrent
+    /// policy's; empty at an episode's start), updated in place; the state `predict` carries
+    /// is left as it was, so one loaded policy can act for several agents. Stateless policies
+    /// ignore `state`.
+    fn predict_with_state(
+        &mut self,
+        obs: &[f32],
+        state: &mut Vec<f32>,
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        let _ = state;
+        self.predict(obs, deterministic)
+    }
     /// Observation space the policy expects.
     fn observation_space(&self) -> &Space {
         &self.status().obs_space

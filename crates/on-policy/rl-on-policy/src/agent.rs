@@ -625,6 +625,21 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
         self.core.predict_reset = true;
     }
 
+    fn predict_with_state(
+        &mut self,
+        obs: &[f32],
+        state: &mut Vec<f32>,
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        let own_reset = self.core.predict_reset;
+        let own = std::mem::replace(&mut self.core.predict_state, std::mem::take(state));
+        self.core.predict_reset = self.core.predict_state.is_empty();
+        let actions = self.core.predict(self.learner.policy(), obs, deterministic);
+        *state = std::mem::replace(&mut self.core.predict_state, own);
+        self.core.predict_reset = own_reset;
+        actions
+    }
+
     fn save(&self, dir: &Path) -> Result<(), RlError> {
         let mut learner_state = self.learner.save_state();
         save_plugin(&self.core.curiosity, &mut learner_state);

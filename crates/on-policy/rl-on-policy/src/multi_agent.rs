@@ -958,6 +958,35 @@ impl<L: PolicyLearner> MultiAgentAlgorithm for MultiAgentOnPolicy<L> {
             deterministic,
         ))
     }
+    fn predict_with_state(
+        &mut self,
+        id: &str,
+        obs: &[f32],
+        state: &mut Vec<f32>,
+        deterministic: bool,
+    ) -> Result<Vec<f32>, RlError> {
+        let lp = learned_policy(&self.learned, id)?;
+        if lp.state_dim == 0 {
+            return self.predict(id, obs, deterministic);
+        }
+        let (_, n) = rl_core::agent::checked_flat_obs(&lp.obs_space, &self.core.run.env_id, obs)?;
+        if n != 1 {
+            let m = format!("one agent's observation, got {n} rows");
+            return Err(ConfigError::new("obs", m).into());
+        }
+        if state.len() != lp.state_dim {
+            *state = vec![0.0; lp.state_dim];
+        }
+        Ok(actor_actions(
+            lp,
+            obs,
+            1,
+            state,
+            &self.infer,
+            &mut self.rng_policy,
+            deterministic,
+        ))
+    }
     fn evaluate(
         &mut self,
         env: &mut dyn MultiAgentEnv,

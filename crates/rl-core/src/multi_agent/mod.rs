@@ -931,6 +931,19 @@ pub trait MultiAgentAlgorithm {
         obs: &[f32],
         deterministic: bool,
     ) -> Result<Vec<f32>, crate::algorithm::RlError>;
+    /// [`predict`](Self::predict) for one agent's observation, continuing from the state the
+    /// caller keeps for it (a recurrent policy's; empty at the agent's episode start), updated
+    /// in place. Stateless policies ignore `state`.
+    fn predict_with_state(
+        &mut self,
+        policy: &str,
+        obs: &[f32],
+        state: &mut Vec<f32>,
+        deterministic: bool,
+    ) -> Result<Vec<f32>, crate::algorithm::RlError> {
+        let _ = state;
+        self.predict(policy, obs, deterministic)
+    }
     /// Mean returns of `n_episodes` on `env`, episode `e` reset with `seed + e`: learned
     /// policies act deterministically (or not), heuristics as in training with their own
     /// generator.
