@@ -5,10 +5,10 @@ use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::ConfigError;
 use rl_core::env::{EnvError, Kwargs};
-use serde_json::Value;
 use rl_core::multi_agent::{FrozenSource, HeuristicPolicy, MultiAgentAlgorithm};
 use rl_core::rng::Rng;
 use rl_core::spaces::Space;
+use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -55,7 +55,12 @@ impl HeuristicPolicy for CheckpointPolicy {
         })
     }
     fn save(&self) -> Value {
-        Value::from(self.state.iter().map(|&x| Value::from(x)).collect::<Vec<_>>())
+        Value::from(
+            self.state
+                .iter()
+                .map(|&x| Value::from(x))
+                .collect::<Vec<_>>(),
+        )
     }
     fn load(&mut self, state: &Value) -> Result<(), EnvError> {
         self.state = match state {

@@ -162,9 +162,12 @@ fn a_recurrent_checkpoint_keeps_each_agents_state() {
         let (mut total, mut obs) = (0.0, vec![0.0; 4]);
         for e in 0..episodes {
             rec.reset_predict_state();
-            env.reset(Some(eval_seed + e + copy), None, &mut obs).unwrap();
+            env.reset(Some(eval_seed + e + copy), None, &mut obs)
+                .unwrap();
             loop {
-                let s = env.step(&rec.predict(&obs, true).unwrap(), &mut obs).unwrap();
+                let s = env
+                    .step(&rec.predict(&obs, true).unwrap(), &mut obs)
+                    .unwrap();
                 total += s.reward;
                 if s.terminated || s.truncated {
                     break;

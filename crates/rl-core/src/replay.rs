@@ -563,7 +563,13 @@ impl Replay {
             let d = links[..n]
                 .iter()
                 .enumerate()
-                .map(|(i, &s)| if s == NO_LINK { -1.0 } else { ((s + self.rows - i) % self.rows) as f32 })
+                .map(|(i, &s)| {
+                    if s == NO_LINK {
+                        -1.0
+                    } else {
+                        ((s + self.rows - i) % self.rows) as f32
+                    }
+                })
                 .collect();
             m.insert("links", vec![n], d);
         }
@@ -924,7 +930,14 @@ mod tests {
         // Slots: A1 B10 A2 B20 A4 B40. A stops at its terminal step, B at its newest one.
         assert_eq!(
             s.rewards,
-            vec![1.0 + 1.0 + 1.0, 10.0 + 10.0 + 10.0, 2.0 + 2.0, 20.0 + 20.0, 4.0, 40.0]
+            vec![
+                1.0 + 1.0 + 1.0,
+                10.0 + 10.0 + 10.0,
+                2.0 + 2.0,
+                20.0 + 20.0,
+                4.0,
+                40.0
+            ]
         );
         assert_eq!(s.discounts, vec![0.125, 0.125, 0.25, 0.25, 0.5, 0.5]);
         assert_eq!(s.terminated, vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
@@ -980,6 +993,9 @@ mod tests {
             .load(bad, &meta, "replay.safetensors")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("replay.safetensors") && err.contains("link 0"), "{err}");
+        assert!(
+            err.contains("replay.safetensors") && err.contains("link 0"),
+            "{err}"
+        );
     }
 }

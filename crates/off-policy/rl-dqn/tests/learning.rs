@@ -92,7 +92,11 @@ fn multi_agent_cartpole(seed: u64) {
 /// Rainbow (3-step returns among its parts) with one policy shared by the 2 agents: the same
 /// bar, 400 per agent within 200k.
 fn rainbow_multi_agent_cartpole(seed: u64) {
-    multi_agent_cartpole_with("dqn_rainbow_multi_agent_cartpole.yaml", "Rainbow, shared", seed);
+    multi_agent_cartpole_with(
+        "dqn_rainbow_multi_agent_cartpole.yaml",
+        "Rainbow, shared",
+        seed,
+    );
 }
 
 fn multi_agent_cartpole_with(file: &str, what: &str, seed: u64) {

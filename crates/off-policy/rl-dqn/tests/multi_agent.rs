@@ -115,8 +115,14 @@ fn each_transition_links_to_the_same_agents_next_one_in_a_shared_replay() {
             None => {}
         }
     }
-    assert!(interleaved > 0, "the agents' transitions were not interleaved");
-    assert!(open_ends <= 2, "{open_ends} transitions without successor (2 agents)");
+    assert!(
+        interleaved > 0,
+        "the agents' transitions were not interleaved"
+    );
+    assert!(
+        open_ends <= 2,
+        "{open_ends} transitions without successor (2 agents)"
+    );
 }
 
 #[test]

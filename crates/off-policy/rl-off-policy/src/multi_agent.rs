@@ -319,7 +319,11 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         me.pending = shell.pending;
         if !shell.last_stored.is_empty() {
             if shell.last_stored.len() != me.last_stored.len() {
-                let m = format!("last_stored: {} envs, the run has {}", shell.last_stored.len(), me.last_stored.len());
+                let m = format!(
+                    "last_stored: {} envs, the run has {}",
+                    shell.last_stored.len(),
+                    me.last_stored.len()
+                );
                 return Err(ConfigError::new(file, m).into());
             }
             me.last_stored = shell.last_stored;
