@@ -861,9 +861,12 @@ fn parse_learning_output(text: &str, stamp: &str) -> Vec<(String, Vec<String>)> 
     entries
 }
 
+/// One test's entry: its name and its lines.
+type LearnEntry = (String, Vec<String>);
+
 /// `docs/learning-results.md`: one section per kernel level, one entry per test.
 struct LearnDoc {
-    sections: Vec<(String, Vec<(String, Vec<String>)>)>,
+    sections: Vec<(String, Vec<LearnEntry>)>,
 }
 
 const LEARN_HEADER: &str = "# Learning results\n\nRecorded by `cargo xtask learn` (release build, a 2-core machine); each entry says its date\nand commit. Evaluation: mean return of 10 deterministic episodes on a separately seeded env.\nOne section per kernel level (`RL_KERNELS`, see `rl_core::kernels`): every CI learning test\nmust pass on both.\n";
@@ -878,7 +881,7 @@ impl LearnDoc {
     }
 
     fn parse(text: &str) -> Self {
-        let mut sections: Vec<(String, Vec<(String, Vec<String>)>)> = Vec::new();
+        let mut sections: Vec<(String, Vec<LearnEntry>)> = Vec::new();
         for l in text.lines() {
             if let Some(level) = l
                 .strip_prefix("## ")

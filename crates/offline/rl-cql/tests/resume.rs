@@ -13,7 +13,7 @@ fn data(env: &str, rewards: bool, tag: &str) -> PathBuf {
     rl_offline_testing::untrained_data(env, &rl_offline_testing::tmp_file(&name), rewards)
 }
 
-fn run(env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {
+fn run(env: &str, input: &std::path::Path, kwargs: &str) -> RunConfig {
     // A key given twice is a YAML error, so `kwargs` may replace the default num_actions.
     let num_actions = if kwargs.contains("num_actions") {
         ""

@@ -26,7 +26,7 @@ fn datasets() -> (PathBuf, PathBuf) {
     )
 }
 
-fn config(name: &str, seed: u64, data: &PathBuf) -> rl_core::config::RunConfig {
+fn config(name: &str, seed: u64, data: &std::path::Path) -> rl_core::config::RunConfig {
     testing::example_config(
         env!("CARGO_MANIFEST_DIR"),
         name,

@@ -12,7 +12,7 @@ fn data(env: &str, rewards: bool, ext: &str) -> PathBuf {
     rl_offline_testing::untrained_data(env, &rl_offline_testing::tmp_file(&name), rewards)
 }
 
-fn run(algo: &str, env: &str, input: &PathBuf, kwargs: &str) -> RunConfig {
+fn run(algo: &str, env: &str, input: &std::path::Path, kwargs: &str) -> RunConfig {
     // A key given twice is a YAML error, so `kwargs` may replace the default policy_kwargs.
     let policy = if kwargs.contains("policy_kwargs") {
         ""
