@@ -104,3 +104,9 @@ fn sac_multi_agent_pendulum_seed0_within_50k() {
 fn sac_multi_agent_pendulum_seed1_within_50k() {
     multi_agent_pendulum(1);
 }
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn sac_multi_agent_pendulum_seed2_within_50k() {
+    multi_agent_pendulum(2);
+}
