@@ -294,13 +294,16 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         let mut me = Self::new(&saved.run, make_env, make_frozen, device)?;
         let mut shell: ShellState = saved.shell()?;
         let file = saved.ck.path_of("state.json");
-        if shell.pending.len() != me.pending.len() {
-            let m = format!(
-                "saved for {} envs, the run has {}",
-                shell.pending.len(),
-                me.pending.len()
-            );
-            return Err(ConfigError::new(file, m).into());
+        let envs = me.pending.len();
+        // Checkpoints from before n-step links have no `last_stored`: nothing to link to.
+        if shell.last_stored.is_empty() {
+            shell.last_stored = vec![AgentMap::new(); envs];
+        }
+        for saved_envs in [shell.pending.len(), shell.last_stored.len()] {
+            if saved_envs != envs {
+                let m = format!("saved for {saved_envs} envs, the run has {envs}");
+                return Err(ConfigError::new(file, m).into());
+            }
         }
         for (id, lp) in &mut me.learned {
             let (ck, entries) = saved.policy(id)?;
@@ -317,27 +320,14 @@ impl<L: OffPolicyLearner> MultiAgentOffPolicy<L> {
         }
         saved.restore_core(&mut me.core)?;
         me.pending = shell.pending;
-        if !shell.last_stored.is_empty() {
-            if shell.last_stored.len() != me.last_stored.len() {
-                let m = format!(
-                    "last_stored: {} envs, the run has {}",
-                    shell.last_stored.len(),
-                    me.last_stored.len()
-                );
-                return Err(ConfigError::new(file, m).into());
-            }
-            me.last_stored = shell.last_stored;
-            // A replay not stored in the checkpoint starts empty: nothing there to link to.
-            for stored in &mut me.last_stored {
-                stored.retain(|a, _| {
-                    me.core
-                        .map
-                        .agent_policy
-                        .get(a)
-                        .and_then(|id| me.learned.get(id))
-                        .is_some_and(|lp| !lp.replay.is_empty())
-                });
-            }
+        me.last_stored = shell.last_stored;
+        // A replay not stored in the checkpoint starts empty: nothing there to link to.
+        for stored in &mut me.last_stored {
+            stored.retain(|a, _| {
+                let id = me.core.map.agent_policy.get(a);
+                id.and_then(|id| me.learned.get(id))
+                    .is_some_and(|lp| !lp.replay.is_empty())
+            });
         }
         me.rng_act = shell.rng_act;
         Ok(me)
