@@ -329,16 +329,6 @@ pub fn from_kwargs_with_part<T: AlgoConfig, P: DeserializeOwned>(
     Ok(cfg)
 }
 
-/// [`from_kwargs_with_part`] with two shared parts `P` and `Q` (disjoint keys).
-pub fn from_kwargs_with_parts<T: AlgoConfig, P: DeserializeOwned, Q: DeserializeOwned>(
-    kw: &serde_json::Map<String, serde_json::Value>,
-    set: impl FnOnce(&mut T, P, Q),
-) -> Result<T, ConfigError> {
-    let (q, rest) = split_keys::<Q>(kw);
-    let q = strict(serde_json::Value::Object(q), "algo_kwargs")?;
-    from_kwargs_with_part(&rest, |cfg: &mut T, p| set(cfg, p, q))
-}
-
 /// Every key a serde struct accepts: its fields' names and their aliases, as serde's derive
 /// lists them (tables that repeat a config's keys are checked against this).
 pub fn accepted_keys<T: DeserializeOwned>() -> Vec<&'static str> {

@@ -1,7 +1,7 @@
 //! ARS hyperparameters: the seed table, sb3-contrib's names as aliases.
 
 use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
-use rl_evolution::{HiddenActivation, PolicyArch, PolicyDefaults, PolicyKeys};
+use rl_evolution::{PolicyDefault, PolicyDefaults, PolicyKeys};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -29,22 +29,15 @@ pub struct ArsConfig {
     /// of a direction see the same starts).
     #[default(1)]
     pub n_eval_episodes: usize,
-    /// The policy and worker keys shared with OpenAI-ES, with ARS's defaults (flat in YAML:
-    /// `num_workers` 8, `policy` linear, `net_arch` [64, 64], `activation` relu,
-    /// `normalize_obs`, `bias`, `squash_output`, `noise_table_size`).
+    /// The policy and worker keys shared with OpenAI-ES ([`PolicyKeys`], flat in YAML), with
+    /// ARS's defaults.
     #[serde(flatten, skip_deserializing)]
-    pub shared: PolicyKeys<ArsPolicy>,
+    pub shared: PolicyKeys<ArsConfig>,
 }
 
 /// ARS's policy defaults: the paper's linear policy (an MLP as sb3-contrib's when asked).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArsPolicy;
-
-impl PolicyDefaults for ArsPolicy {
-    const NUM_WORKERS: usize = 8;
-    const POLICY: PolicyArch = PolicyArch::Linear;
-    const NET_ARCH: &'static [usize] = &[64, 64];
-    const ACTIVATION: HiddenActivation = HiddenActivation::Relu;
+impl PolicyDefaults for ArsConfig {
+    const POLICY: PolicyDefault = PolicyDefault::linear(8);
 }
 
 impl AlgoConfig for ArsConfig {

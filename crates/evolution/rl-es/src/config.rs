@@ -1,7 +1,7 @@
 //! OpenAI-ES hyperparameters: the seed table, OpenAI's / RLlib's names as aliases.
 
 use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
-use rl_evolution::{FitnessShaping, HiddenActivation, PolicyArch, PolicyDefaults, PolicyKeys};
+use rl_evolution::{FitnessShaping, HiddenActivation, PolicyDefault, PolicyDefaults, PolicyKeys};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -32,22 +32,15 @@ pub struct EsConfig {
     /// Mirrored sampling: each ε evaluated at `θ + σε` and `θ − σε`.
     #[default(true)]
     pub antithetic: bool,
-    /// The policy and worker keys shared with ARS, with OpenAI-ES's defaults (flat in YAML:
-    /// `num_workers` 16, `policy` mlp, `net_arch` [32, 32], `activation` tanh,
-    /// `normalize_obs`, `bias`, `squash_output`, `noise_table_size`).
+    /// The policy and worker keys shared with ARS ([`PolicyKeys`], flat in YAML), with
+    /// OpenAI-ES's defaults.
     #[serde(flatten, skip_deserializing)]
-    pub shared: PolicyKeys<EsPolicy>,
+    pub shared: PolicyKeys<EsConfig>,
 }
 
 /// OpenAI-ES's policy defaults: an MLP of two hidden tanh layers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EsPolicy;
-
-impl PolicyDefaults for EsPolicy {
-    const NUM_WORKERS: usize = 16;
-    const POLICY: PolicyArch = PolicyArch::Mlp;
-    const NET_ARCH: &'static [usize] = &[32, 32];
-    const ACTIVATION: HiddenActivation = HiddenActivation::Tanh;
+impl PolicyDefaults for EsConfig {
+    const POLICY: PolicyDefault = PolicyDefault::mlp(16, &[32, 32], HiddenActivation::Tanh);
 }
 
 impl AlgoConfig for EsConfig {

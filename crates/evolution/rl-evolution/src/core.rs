@@ -41,16 +41,50 @@ pub struct CoreSettings {
 }
 
 /// An algorithm's defaults for the [`PolicyKeys`] whose defaults differ between OpenAI-ES
-/// and ARS (the paper's settings: ES an MLP, ARS a linear policy).
-pub trait PolicyDefaults {
+/// and ARS (the papers' settings: ES an MLP, ARS a linear policy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PolicyDefault {
     /// `num_workers`.
-    const NUM_WORKERS: usize;
+    pub num_workers: usize,
     /// `policy`.
-    const POLICY: PolicyArch;
+    pub policy: PolicyArch,
     /// `net_arch`.
-    const NET_ARCH: &'static [usize];
+    pub net_arch: &'static [usize],
     /// `activation`.
-    const ACTIVATION: HiddenActivation;
+    pub activation: HiddenActivation,
+}
+
+impl PolicyDefault {
+    /// An MLP policy of `net_arch` hidden layers, `num_workers` workers.
+    pub const fn mlp(
+        num_workers: usize,
+        net_arch: &'static [usize],
+        activation: HiddenActivation,
+    ) -> Self {
+        let policy = PolicyArch::Mlp;
+        Self {
+            num_workers,
+            policy,
+            net_arch,
+            activation,
+        }
+    }
+
+    /// A linear policy, `num_workers` workers; asked for an MLP, sb3-contrib's ARS default of
+    /// two ReLU layers of 64.
+    pub const fn linear(num_workers: usize) -> Self {
+        Self {
+            policy: PolicyArch::Linear,
+            ..Self::mlp(num_workers, &[64, 64], HiddenActivation::Relu)
+        }
+    }
+}
+
+/// A config that gives the defaults of its [`PolicyKeys`] (implemented by the config type
+/// itself: `PolicyKeys<EsConfig>`).
+pub trait PolicyDefaults {
+    /// The keys' defaults.
+    const POLICY: PolicyDefault;
 }
 
 /// The policy and worker keys OpenAI-ES and ARS share: one list of names and aliases, each
@@ -88,10 +122,10 @@ pub struct PolicyKeys<D: PolicyDefaults> {
 impl<D: PolicyDefaults> Default for PolicyKeys<D> {
     fn default() -> Self {
         Self {
-            num_workers: D::NUM_WORKERS,
-            policy: D::POLICY,
-            net_arch: D::NET_ARCH.to_vec(),
-            activation: D::ACTIVATION,
+            num_workers: D::POLICY.num_workers,
+            policy: D::POLICY.policy,
+            net_arch: D::POLICY.net_arch.to_vec(),
+            activation: D::POLICY.activation,
             normalize_obs: true,
             bias: None,
             squash_output: None,
@@ -568,10 +602,7 @@ mod tests {
     #[derive(Debug, Clone, PartialEq)]
     struct Small;
     impl PolicyDefaults for Small {
-        const NUM_WORKERS: usize = 2;
-        const POLICY: PolicyArch = PolicyArch::Mlp;
-        const NET_ARCH: &'static [usize] = &[8];
-        const ACTIVATION: HiddenActivation = HiddenActivation::Tanh;
+        const POLICY: PolicyDefault = PolicyDefault::mlp(2, &[8], HiddenActivation::Tanh);
     }
 
     #[test]

@@ -14,9 +14,9 @@ pub mod pool;
 pub mod shaping;
 
 pub use crate::core::{
-    CoreSettings, Evaluated, EvolutionAgent, EvolutionCore, PairReturns, PolicyDefaults,
-    PolicyKeys, Population, Strategy, read_theta, set_theta, theta_file, theta_tensors,
-    weighted_noise,
+    CoreSettings, Evaluated, EvolutionAgent, EvolutionCore, PairReturns, PolicyDefault,
+    PolicyDefaults, PolicyKeys, Population, Strategy, read_theta, set_theta, theta_file,
+    theta_tensors, weighted_noise,
 };
 pub use noise::NoiseTable;
 pub use policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};

@@ -117,8 +117,8 @@ impl<'de> Deserialize<'de> for GailConfig {
             .partition(|(k, _)| ADVERSARIAL_KEYS.contains(&k.as_str()));
         let adversarial =
             strict(serde_json::Value::Object(adv), "algo_kwargs").map_err(D::Error::custom)?;
-        let ppo =
-            strict(serde_json::Value::Object(ppo), "algo_kwargs").map_err(D::Error::custom)?;
+        // PPO's shared keys are read apart from its own (`from_kwargs`, which validates too).
+        let ppo = PpoConfig::from_kwargs(&ppo).map_err(D::Error::custom)?;
         Ok(Self { adversarial, ppo })
     }
 }
@@ -146,7 +146,7 @@ impl rl_on_policy::OnPolicyConfig for GailConfig {
 
 impl rl_on_policy::ActorCriticConfig for GailConfig {
     fn policy_kwargs(&self) -> &rl_on_policy::PolicyKwargs {
-        &self.ppo.policy_kwargs
+        &self.ppo.actor_critic.policy_kwargs
     }
 }
 

@@ -1,9 +1,8 @@
 //! APPO hyperparameters: the seed table plus RLlib's options.
 
-use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_parts, invalid};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
-use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
+use rl_on_policy::actor_learner::ActorLearnerKeys;
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -88,27 +87,20 @@ pub struct AppoConfig {
     #[default(1e-7)]
     #[serde(alias = "adam_eps")]
     pub epsilon: f64,
-    /// Network architecture and initialization.
-    pub policy_kwargs: PolicyKwargs,
-    /// The runner and queue keys shared with IMPALA (flat in YAML: `num_envs_per_env_runner`,
-    /// `learner_queue_size`, `learner_queue_timeout`, `broadcast_interval`, `max_policy_lag`,
-    /// `lockstep`).
+    /// The runner, queue, V-trace and network keys shared with IMPALA ([`ActorLearnerKeys`], flat
+    /// in YAML).
     #[serde(flatten, skip_deserializing)]
-    pub runners: RunnerKeys,
-    /// V-trace's truncation thresholds (flat in YAML: `vtrace_clip_rho`, `vtrace_clip_c`).
-    #[serde(flatten, skip_deserializing)]
-    pub clipping: VtraceKeys,
+    pub shared: ActorLearnerKeys,
 }
 
 impl AlgoConfig for AppoConfig {
-    /// The shared runner keys are read apart from the rest (both strictly).
+    /// The shared keys are read apart from the rest (both strictly).
     fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
-        from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        self.runners.validate()?;
-        self.clipping.validate()?;
+        self.shared.validate()?;
         check::at_least_one(&[
             ("n_steps", self.n_steps),
             ("batch_size", self.batch_size),

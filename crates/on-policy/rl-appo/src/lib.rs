@@ -118,8 +118,8 @@ impl Learner for AppoLearner {
                 &values,
                 &boot,
                 cfg.gamma,
-                cfg.clipping.vtrace_clip_rho,
-                cfg.clipping.vtrace_clip_c,
+                cfg.shared.vtrace_clip_rho,
+                cfg.shared.vtrace_clip_c,
             );
             let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
             (f(&vt.pg_advantages), f(&vt.vs))
@@ -255,11 +255,11 @@ impl ActorLearner for AppoLearner {
     fn settings(cfg: &AppoConfig) -> LearnerSettings {
         let lambda = if cfg.use_gae { cfg.gae_lambda } else { 1.0 };
         let n = cfg.num_env_runners;
-        cfg.runners.settings(n, cfg.n_steps, cfg.gamma, lambda)
+        cfg.shared.settings(n, cfg.n_steps, cfg.gamma, lambda)
     }
 
     fn policy_kwargs(cfg: &AppoConfig) -> &PolicyKwargs {
-        &cfg.policy_kwargs
+        &cfg.shared.policy_kwargs
     }
 
     /// The target network starts as a copy of the policy.

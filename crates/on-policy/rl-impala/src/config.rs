@@ -1,10 +1,9 @@
 //! IMPALA hyperparameters: the seed table plus RLlib's options (RLlib names as given, SB3-style
 //! aliases where the seed uses them).
 
-use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_parts, invalid};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part, invalid};
 use rl_core::schedule::Schedule;
-use rl_on_policy::PolicyKwargs;
-use rl_on_policy::actor_learner::{RunnerKeys, VtraceKeys};
+use rl_on_policy::actor_learner::ActorLearnerKeys;
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -67,27 +66,20 @@ pub struct ImpalaConfig {
     /// Optimizer ε.
     #[default(1e-7)]
     pub epsilon: f64,
-    /// Network architecture and initialization.
-    pub policy_kwargs: PolicyKwargs,
-    /// The runner and queue keys shared with APPO (flat in YAML: `num_envs_per_env_runner`,
-    /// `learner_queue_size`, `learner_queue_timeout`, `broadcast_interval`, `max_policy_lag`,
-    /// `lockstep`).
+    /// The runner, queue, V-trace and network keys shared with APPO ([`ActorLearnerKeys`], flat
+    /// in YAML).
     #[serde(flatten, skip_deserializing)]
-    pub runners: RunnerKeys,
-    /// V-trace's truncation thresholds (flat in YAML: `vtrace_clip_rho`, `vtrace_clip_c`).
-    #[serde(flatten, skip_deserializing)]
-    pub clipping: VtraceKeys,
+    pub shared: ActorLearnerKeys,
 }
 
 impl AlgoConfig for ImpalaConfig {
-    /// The shared runner keys are read apart from the rest (both strictly).
+    /// The shared keys are read apart from the rest (both strictly).
     fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
-        from_kwargs_with_parts(kw, |c: &mut Self, r, v| (c.runners, c.clipping) = (r, v))
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.shared = p)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        self.runners.validate()?;
-        self.clipping.validate()?;
+        self.shared.validate()?;
         let counts = [
             ("n_steps", self.n_steps),
             ("num_env_runners", self.num_env_runners),
@@ -127,8 +119,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.num_env_runners, c.n_steps), (4, 10));
-        assert_eq!(c.runners.num_envs_per_env_runner, 3);
-        assert!(c.runners.lockstep);
+        assert_eq!(c.shared.num_envs_per_env_runner, 3);
+        assert!(c.shared.lockstep);
         let saved = serde_json::to_value(&c).unwrap();
         assert_eq!(saved["num_envs_per_env_runner"], json!(3));
         assert_eq!(parse(saved).unwrap(), c);
@@ -137,7 +129,7 @@ mod tests {
         // The V-trace part, under RLlib's older names too; its checks name the key.
         let c = parse(json!({"vtrace_clip_rho_threshold": 2.0, "n_steps": 7})).unwrap();
         assert_eq!(
-            (c.clipping.vtrace_clip_rho, c.clipping.vtrace_clip_c),
+            (c.shared.vtrace_clip_rho, c.shared.vtrace_clip_c),
             (2.0, 1.0)
         );
         assert_eq!(c.n_steps, 7);

@@ -106,8 +106,8 @@ impl Learner for ImpalaLearner {
             &values,
             &bootstrap,
             cfg.gamma,
-            cfg.clipping.vtrace_clip_rho,
-            cfg.clipping.vtrace_clip_c,
+            cfg.shared.vtrace_clip_rho,
+            cfg.shared.vtrace_clip_c,
         );
         let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
         let (vs, pg_adv) = (f32s(&vt.vs), f32s(&vt.pg_advantages));
@@ -178,11 +178,11 @@ impl ActorLearner for ImpalaLearner {
     /// IMPALA's runners compute no GAE (λ = 1): V-trace corrects the returns.
     fn settings(cfg: &ImpalaConfig) -> LearnerSettings {
         let n = cfg.num_env_runners;
-        cfg.runners.settings(n, cfg.n_steps, cfg.gamma, 1.0)
+        cfg.shared.settings(n, cfg.n_steps, cfg.gamma, 1.0)
     }
 
     fn policy_kwargs(cfg: &ImpalaConfig) -> &PolicyKwargs {
-        &cfg.policy_kwargs
+        &cfg.shared.policy_kwargs
     }
 
     fn build(cfg: ImpalaConfig, policy: ActorCritic, ctx: &BuildContext) -> Result<Self, RlError> {

@@ -355,38 +355,13 @@ pub struct LearnerSettings {
     pub runner: RunnerSettings,
 }
 
-/// V-trace's truncation thresholds, IMPALA's and APPO's alike (RLlib's APPO config extends
-/// IMPALA's). Flat in their YAML tables, beside [`RunnerKeys`]: the configs read both with
-/// [`from_kwargs_with_parts`](rl_core::config::from_kwargs_with_parts).
+/// The runner, queue, V-trace and network keys IMPALA and APPO share, with the same defaults
+/// (RLlib's names, older RLlib names as aliases; RLlib's APPO config extends IMPALA's). Flat
+/// in their YAML tables: the configs embed it with `#[serde(flatten, skip_deserializing)]`
+/// and read it with [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
-pub struct VtraceKeys {
-    /// ρ̄: truncation of the importance weights in the value targets (and of the policy
-    /// gradient's).
-    #[default(1.0)]
-    #[serde(alias = "vtrace_clip_rho_threshold")]
-    pub vtrace_clip_rho: f64,
-    /// c̄: truncation of the trace-cutting weights.
-    #[default(1.0)]
-    #[serde(alias = "vtrace_clip_c_threshold")]
-    pub vtrace_clip_c: f64,
-}
-
-impl VtraceKeys {
-    /// Range checks with messages naming the field.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check::positive("vtrace_clip_rho", self.vtrace_clip_rho)?;
-        check::positive("vtrace_clip_c", self.vtrace_clip_c)
-    }
-}
-
-/// The runner and queue keys IMPALA and APPO share, with the same defaults (RLlib's names;
-/// older RLlib names as aliases). Flat in their YAML tables: the configs embed it with
-/// `#[serde(flatten, skip_deserializing)]` and read it with
-/// [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
-#[serde(deny_unknown_fields, default)]
-pub struct RunnerKeys {
+pub struct ActorLearnerKeys {
     /// Envs per runner.
     #[default(1)]
     #[serde(alias = "num_envs_per_worker")]
@@ -405,9 +380,20 @@ pub struct RunnerKeys {
     /// Runners and learner take turns in a fixed order (reproducible; no threads).
     #[default(false)]
     pub lockstep: bool,
+    /// ρ̄: V-trace's truncation of the importance weights in the value targets (and of the
+    /// policy gradient's).
+    #[default(1.0)]
+    #[serde(alias = "vtrace_clip_rho_threshold")]
+    pub vtrace_clip_rho: f64,
+    /// c̄: V-trace's truncation of the trace-cutting weights.
+    #[default(1.0)]
+    #[serde(alias = "vtrace_clip_c_threshold")]
+    pub vtrace_clip_c: f64,
+    /// Network architecture and initialization.
+    pub policy_kwargs: PolicyKwargs,
 }
 
-impl RunnerKeys {
+impl ActorLearnerKeys {
     /// The shell's settings for `num_env_runners` runners collecting `n_steps` per env
     /// (discount `gamma`, behaviour GAE λ `gae_lambda`).
     pub fn settings(
@@ -448,7 +434,8 @@ impl RunnerKeys {
         if self.broadcast_interval == 0 {
             return err("broadcast_interval", "must be at least 1");
         }
-        Ok(())
+        check::positive("vtrace_clip_rho", self.vtrace_clip_rho)?;
+        check::positive("vtrace_clip_c", self.vtrace_clip_c)
     }
 }
 
@@ -968,10 +955,10 @@ mod tests {
     }
 
     #[test]
-    fn runner_keys_are_the_documented_list() {
+    fn actor_learner_keys_are_the_documented_list_and_checked() {
         // The one list of the keys IMPALA and APPO share, with their aliases, as serde reads them.
         assert_eq!(
-            rl_core::config::accepted_keys::<RunnerKeys>(),
+            rl_core::config::accepted_keys::<ActorLearnerKeys>(),
             [
                 "num_envs_per_env_runner",
                 "num_envs_per_worker",
@@ -980,29 +967,21 @@ mod tests {
                 "broadcast_interval",
                 "max_policy_lag",
                 "lockstep",
-            ]
-        );
-    }
-
-    #[test]
-    fn vtrace_keys_are_the_documented_list_and_checked() {
-        assert_eq!(
-            rl_core::config::accepted_keys::<VtraceKeys>(),
-            [
                 "vtrace_clip_rho",
                 "vtrace_clip_rho_threshold",
                 "vtrace_clip_c",
                 "vtrace_clip_c_threshold",
+                "policy_kwargs",
             ]
         );
-        let bad = VtraceKeys {
+        let bad = ActorLearnerKeys {
             vtrace_clip_c: 0.0,
-            ..VtraceKeys::default()
+            ..ActorLearnerKeys::default()
         };
         assert_eq!(
             bad.validate().unwrap_err().field,
             "algo_kwargs.vtrace_clip_c"
         );
-        assert!(VtraceKeys::default().validate().is_ok());
+        assert!(ActorLearnerKeys::default().validate().is_ok());
     }
 }

@@ -323,6 +323,42 @@ pub trait ActorCriticConfig: OnPolicyConfig {
     fn policy_kwargs(&self) -> &PolicyKwargs;
 }
 
+/// The gSDE and network keys PPO, A2C and TRPO share, with the same defaults (SB3's names).
+/// Flat in their YAML tables: the configs embed it with `#[serde(flatten, skip_deserializing)]`
+/// and read it with [`from_kwargs_with_part`](rl_core::config::from_kwargs_with_part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, smart_default::SmartDefault)]
+#[serde(deny_unknown_fields, default)]
+pub struct ActorCriticKeys {
+    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
+    #[default(false)]
+    pub use_sde: bool,
+    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
+    #[default(-1)]
+    pub sde_sample_freq: i64,
+    /// Network architecture and initialization.
+    pub policy_kwargs: PolicyKwargs,
+}
+
+/// A config made of its own keys, the three rollout keys and [`ActorCriticKeys`]:
+/// [`OnPolicyConfig`] and [`ActorCriticConfig`] follow from it.
+pub trait ActorCriticKeysConfig: AlgoConfig + Serialize + Clone {
+    /// `n_steps`, `gamma`, `gae_lambda` and the shared keys.
+    fn rollout_keys(&self) -> (usize, f64, f64, &ActorCriticKeys);
+}
+
+impl<C: ActorCriticKeysConfig> OnPolicyConfig for C {
+    fn rollout_settings(&self) -> RolloutSettings {
+        let (n, g, l, k) = self.rollout_keys();
+        RolloutSettings::new(n, g, l, k.use_sde, k.sde_sample_freq)
+    }
+}
+
+impl<C: ActorCriticKeysConfig> ActorCriticConfig for C {
+    fn policy_kwargs(&self) -> &PolicyKwargs {
+        &self.rollout_keys().3.policy_kwargs
+    }
+}
+
 /// A policy network that a config of type `C` describes.
 pub trait PolicyFor<C>: Module + RolloutPolicy + Sync + Sized {
     /// A fresh network for the spaces, initialized from `rng`.

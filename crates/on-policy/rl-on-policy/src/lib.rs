@@ -11,9 +11,9 @@ pub mod recurrent;
 pub mod rollout;
 
 pub use agent::{
-    ActorCriticConfig, BuildContext, CoreState, OnPolicyAgent, OnPolicyConfig, OnPolicyCore,
-    OnPolicyLearner, PolicyFor, Rollout, RolloutSettings, actor_critic_grads,
-    load_policy_and_optimizer, save_policy_and_optimizer,
+    ActorCriticConfig, ActorCriticKeys, ActorCriticKeysConfig, BuildContext, CoreState,
+    OnPolicyAgent, OnPolicyConfig, OnPolicyCore, OnPolicyLearner, PolicyFor, Rollout,
+    RolloutSettings, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
 };
 pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput, Sde, SdeNoise};
 pub use rl_core::agent::EnvMaker;

@@ -2,7 +2,9 @@
 
 use rl_core::config::{AlgoConfig, ConfigError};
 use rl_core::schedule::Schedule;
-use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
+use rl_on_policy::{
+    ActorCriticConfig, ActorCriticKeys, OnPolicyConfig, PolicyKwargs, RolloutSettings,
+};
 use rl_ppo::PpoConfig;
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
@@ -90,9 +92,10 @@ impl PpgConfig {
             max_grad_norm: self.max_grad_norm,
             target_kl: None,
             adam_eps: self.adam_eps,
-            use_sde: false,
-            sde_sample_freq: -1,
-            policy_kwargs: self.policy_kwargs.clone(),
+            actor_critic: ActorCriticKeys {
+                policy_kwargs: self.policy_kwargs.clone(),
+                ..ActorCriticKeys::default()
+            },
         }
     }
 }

@@ -1,8 +1,8 @@
 //! PPO hyperparameters: SB3's names and defaults; RLlib's names accepted as aliases.
 
-use rl_core::config::{AlgoConfig, ConfigError, check};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part};
 use rl_core::schedule::Schedule;
-use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
+use rl_on_policy::{ActorCriticKeys, ActorCriticKeysConfig, OnPolicyConfig};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -61,30 +61,17 @@ pub struct PpoConfig {
     #[default(1e-5)]
     #[serde(alias = "adam_epsilon")]
     pub adam_eps: f64,
-    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
-    #[default(false)]
-    pub use_sde: bool,
-    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
-    #[default(-1)]
-    pub sde_sample_freq: i64,
-    /// Network architecture and initialization.
-    pub policy_kwargs: PolicyKwargs,
-}
-
-impl OnPolicyConfig for PpoConfig {
-    fn rollout_settings(&self) -> RolloutSettings {
-        let (n, g, l) = (self.n_steps, self.gamma, self.gae_lambda);
-        RolloutSettings::new(n, g, l, self.use_sde, self.sde_sample_freq)
-    }
-}
-
-impl ActorCriticConfig for PpoConfig {
-    fn policy_kwargs(&self) -> &PolicyKwargs {
-        &self.policy_kwargs
-    }
+    /// gSDE and the network: `use_sde`, `sde_sample_freq`, `policy_kwargs` (flat in YAML).
+    #[serde(flatten, skip_deserializing)]
+    pub actor_critic: ActorCriticKeys,
 }
 
 impl AlgoConfig for PpoConfig {
+    /// The shared keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.actor_critic = p)
+    }
+
     /// Range checks with messages naming the field.
     fn validate(&self) -> Result<(), ConfigError> {
         self.rollout_settings().validate()?;
@@ -92,5 +79,16 @@ impl AlgoConfig for PpoConfig {
         check::positive("learning_rate", self.learning_rate.initial())?;
         check::positive("clip_range", self.clip_range.initial())?;
         check::grad_clip("max_grad_norm", self.max_grad_norm)
+    }
+}
+
+impl ActorCriticKeysConfig for PpoConfig {
+    fn rollout_keys(&self) -> (usize, f64, f64, &ActorCriticKeys) {
+        (
+            self.n_steps,
+            self.gamma,
+            self.gae_lambda,
+            &self.actor_critic,
+        )
     }
 }

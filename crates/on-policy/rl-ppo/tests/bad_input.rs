@@ -155,3 +155,26 @@ fn invalid_action_is_rejected_by_the_vector_env() {
     let e = v.step(&[0.0, 1.0]).unwrap_err().to_string();
     assert!(e.contains("expected 1 values"), "{e}");
 }
+
+#[test]
+fn shared_actor_critic_keys_and_own_keys_in_one_flat_table() {
+    // `use_sde`, `sde_sample_freq` and `policy_kwargs` are `ActorCriticKeys`, read apart from
+    // PPO's own keys; both parts strictly.
+    let c = PpoConfig::from_kwargs(
+        &run("  use_sde: true\n  sde_sample_freq: 4\n  policy_kwargs: {net_arch: [8]}\n")
+            .algo_kwargs,
+    )
+    .unwrap();
+    assert!(c.actor_critic.use_sde);
+    assert_eq!((c.actor_critic.sde_sample_freq, c.n_steps), (4, 16));
+    // The saved config is one flat table with canonical names and reads back the same.
+    let saved = serde_json::to_value(&c).unwrap();
+    assert_eq!(saved["use_sde"], serde_json::json!(true));
+    assert!(saved.get("actor_critic").is_none());
+    let back = PpoConfig::from_kwargs(saved.as_object().unwrap()).unwrap();
+    assert_eq!(back, c);
+    let e = PpoConfig::from_kwargs(&run("  use_sde: often\n").algo_kwargs).unwrap_err();
+    assert_eq!(e.field, "algo_kwargs.use_sde", "{e}");
+    let e = PpoConfig::from_kwargs(&run("  sde_sample_freq: 0\n").algo_kwargs).unwrap_err();
+    assert_eq!(e.field, "algo_kwargs.sde_sample_freq", "{e}");
+}

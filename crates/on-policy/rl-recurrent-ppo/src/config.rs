@@ -88,7 +88,8 @@ impl RecurrentPpoConfig {
             }
         }
         Ok(Self {
-            ppo: strict(Value::Object(ppo), source)?,
+            // PPO's own parse: its shared keys (gSDE, `policy_kwargs`) are read apart.
+            ppo: PpoConfig::from_kwargs(&ppo)?,
             lstm: strict(Value::Object(lstm), source)?,
         })
     }

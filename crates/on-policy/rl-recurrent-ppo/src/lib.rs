@@ -266,9 +266,17 @@ impl PolicyFor<RecurrentPpoConfig> for RecurrentActorCritic {
     ) -> Result<Self, String> {
         let (l, p) = (&cfg.lstm, &cfg.ppo);
         let (hidden, layers, shared) = (l.lstm_hidden_size, l.n_lstm_layers, l.shared_lstm);
-        let kw = &p.policy_kwargs;
+        let kw = &p.actor_critic.policy_kwargs;
         RecurrentActorCritic::new(
-            obs_space, act_space, kw, hidden, layers, shared, p.use_sde, rng, device,
+            obs_space,
+            act_space,
+            kw,
+            hidden,
+            layers,
+            shared,
+            p.actor_critic.use_sde,
+            rng,
+            device,
         )
     }
 }

@@ -1,9 +1,9 @@
 //! TRPO hyperparameters: the seed table, sb3-contrib's names and defaults otherwise; RLlib's
 //! names accepted as aliases.
 
-use rl_core::config::{AlgoConfig, ConfigError, check};
+use rl_core::config::{AlgoConfig, ConfigError, check, from_kwargs_with_part};
 use rl_core::schedule::Schedule;
-use rl_on_policy::{ActorCriticConfig, OnPolicyConfig, PolicyKwargs, RolloutSettings};
+use rl_on_policy::{ActorCriticKeys, ActorCriticKeysConfig, OnPolicyConfig};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -54,30 +54,17 @@ pub struct TrpoConfig {
     /// Normalize the advantages of the policy step.
     #[default(true)]
     pub normalize_advantage: bool,
-    /// Generalized state-dependent exploration (gSDE) for Box action spaces.
-    #[default(false)]
-    pub use_sde: bool,
-    /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
-    #[default(-1)]
-    pub sde_sample_freq: i64,
-    /// Network architecture and initialization (separate policy and value networks).
-    pub policy_kwargs: PolicyKwargs,
-}
-
-impl OnPolicyConfig for TrpoConfig {
-    fn rollout_settings(&self) -> RolloutSettings {
-        let (n, g, l) = (self.n_steps, self.gamma, self.gae_lambda);
-        RolloutSettings::new(n, g, l, self.use_sde, self.sde_sample_freq)
-    }
-}
-
-impl ActorCriticConfig for TrpoConfig {
-    fn policy_kwargs(&self) -> &PolicyKwargs {
-        &self.policy_kwargs
-    }
+    /// gSDE and the network: `use_sde`, `sde_sample_freq`, `policy_kwargs` (flat in YAML).
+    #[serde(flatten, skip_deserializing)]
+    pub actor_critic: ActorCriticKeys,
 }
 
 impl AlgoConfig for TrpoConfig {
+    /// The shared keys are read apart from the rest (both strictly).
+    fn from_kwargs(kw: &serde_json::Map<String, serde_json::Value>) -> Result<Self, ConfigError> {
+        from_kwargs_with_part(kw, |c: &mut Self, p| c.actor_critic = p)
+    }
+
     /// Range checks with messages naming the field.
     fn validate(&self) -> Result<(), ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
@@ -96,12 +83,23 @@ impl AlgoConfig for TrpoConfig {
         if !(self.line_search_shrinking_factor > 0.0 && self.line_search_shrinking_factor < 1.0) {
             return err("line_search_shrinking_factor", "must be in (0, 1)");
         }
-        if self.policy_kwargs.shared {
+        if self.actor_critic.policy_kwargs.shared {
             return err(
                 "policy_kwargs.shared",
                 "TRPO needs separate policy and value networks (the trust region covers the policy only)",
             );
         }
         Ok(())
+    }
+}
+
+impl ActorCriticKeysConfig for TrpoConfig {
+    fn rollout_keys(&self) -> (usize, f64, f64, &ActorCriticKeys) {
+        (
+            self.n_steps,
+            self.gamma,
+            self.gae_lambda,
+            &self.actor_critic,
+        )
     }
 }
