@@ -153,3 +153,44 @@ fn dqn_rainbow_multi_agent_cartpole_seed1_within_200k() {
 fn dqn_rainbow_multi_agent_cartpole_seed2_within_200k() {
     rainbow_multi_agent_cartpole(2);
 }
+
+/// RLlib's curiosity example with DQN: FrozenLake 12×12, all frozen, 22-step limit,
+/// evaluations every 100k up to 2M. With ICM (its bonus recomputed on every replayed batch)
+/// DQN reaches the goal greedily (≥ 0.9); without it, never (every evaluation 0).
+fn icm_frozen_lake_12x12(seed: u64, curiosity: bool) {
+    let yaml = "dqn_icm_frozenlake12x12.yaml";
+    let mut run =
+        testing::example_config(env!("CARGO_MANIFEST_DIR"), yaml, &[format!("seed={seed}")]);
+    if !curiosity {
+        run.curiosity = None;
+    }
+    let mut dqn = Dqn::new(&run, &testing::training_env, &Device::flex()).unwrap();
+    let threshold = if curiosity { 0.9 } else { 1e-9 };
+    let (hit, evals) = testing::first_reaching(&mut dqn, &run, 100_000, threshold);
+    println!("DQN (curiosity {curiosity}) {yaml} seed {seed} evaluations: {evals:?}");
+    if curiosity {
+        assert!(hit.is_some(), "never reached 0.9: {evals:?}");
+    } else {
+        assert!(
+            hit.is_none(),
+            "reached the goal without curiosity: {evals:?}"
+        );
+        assert_eq!(
+            evals.len() as u64,
+            run.total_timesteps / 100_000,
+            "{evals:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_icm_frozenlake12x12_seed0_within_2m() {
+    icm_frozen_lake_12x12(0, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
+    icm_frozen_lake_12x12(0, false);
+}

@@ -730,7 +730,8 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
             if let Some(c) = &mut self.curiosity {
                 let progress = self.status.progress();
                 let buf = &mut batch.buffer;
-                plugin.add(c.relabel_rollout(buf, gamma as f32, lambda as f32, &progress)?);
+                let (g, l) = (gamma as f32, lambda as f32);
+                plugin.add(c.relabel_rollout_rewards(buf, g, l, &progress)?);
             }
             for b in self.learner.schedule(batch) {
                 updates.add(self.learner.update(&b, &self.progress())?);

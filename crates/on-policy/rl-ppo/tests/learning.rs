@@ -110,9 +110,9 @@ fn frozen_lake_8x8(seed: u64, curiosity: bool) {
 }
 
 /// RLlib's curiosity example: FrozenLake 12×12, all frozen, 22-step limit, within 2M,
-/// evaluations every 100k.
-fn frozen_lake_12x12(seed: u64, curiosity: bool) {
-    curiosity_pair("ppo_icm_frozenlake12x12.yaml", seed, 100_000, curiosity);
+/// evaluations every 100k (`yaml`: the ICM or the RND config).
+fn frozen_lake_12x12(yaml: &str, seed: u64, curiosity: bool) {
+    curiosity_pair(yaml, seed, 100_000, curiosity);
 }
 
 #[test]
@@ -152,13 +152,58 @@ fn ppo_frozenlake8x8_without_curiosity_seed2_stays_at_0() {
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_icm_frozenlake12x12_seed0_within_2m() {
-    frozen_lake_12x12(0, true);
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 0, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_rnd_frozenlake12x12_seed0_within_2m() {
+    frozen_lake_12x12("ppo_rnd_frozenlake12x12.yaml", 0, true);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn ppo_frozenlake12x12_without_curiosity_seed0_stays_at_0() {
-    frozen_lake_12x12(0, false);
+    // The ICM and RND configs share PPO's settings: without the plugin they are one run.
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 0, false);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_icm_frozenlake12x12_seed1_within_2m() {
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 1, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_rnd_frozenlake12x12_seed1_within_2m() {
+    frozen_lake_12x12("ppo_rnd_frozenlake12x12.yaml", 1, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_frozenlake12x12_without_curiosity_seed1_stays_at_0() {
+    // The ICM and RND configs share PPO's settings: without the plugin they are one run.
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 1, false);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_icm_frozenlake12x12_seed2_within_2m() {
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 2, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_rnd_frozenlake12x12_seed2_within_2m() {
+    frozen_lake_12x12("ppo_rnd_frozenlake12x12.yaml", 2, true);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn ppo_frozenlake12x12_without_curiosity_seed2_stays_at_0() {
+    // The ICM and RND configs share PPO's settings: without the plugin they are one run.
+    frozen_lake_12x12("ppo_icm_frozenlake12x12.yaml", 2, false);
 }
 
 /// Multi-agent PPO (`MultiAgentOnPolicy<PpoLearner>`) until an evaluation satisfies `reached`.

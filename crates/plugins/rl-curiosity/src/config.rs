@@ -106,10 +106,11 @@ impl IcmConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct RndConfig {
-    /// Weight of the normalized intrinsic reward in the reward the learner sees.
+    /// Weight of the intrinsic stream: on-policy of its advantages, on replayed batches of
+    /// the normalized intrinsic reward in the reward the learner sees.
     #[default(1.0)]
     pub int_coef: f64,
-    /// Weight of the env's reward in it (CleanRL weighs the two advantages 2 : 1).
+    /// Weight of the env's stream (CleanRL weighs the two advantages 2 : 1).
     #[default(2.0)]
     pub ext_coef: f64,
     /// Discount of the intrinsic return whose running standard deviation normalizes the
@@ -128,6 +129,12 @@ pub struct RndConfig {
     /// Hidden layers of the predictor.
     #[default(vec![256, 256])]
     pub predictor_net_hiddens: Vec<usize>,
+    /// Hidden layers of the intrinsic critic. On-policy, RND keeps CleanRL's two value
+    /// streams: this net (the plugin's own, beside the algorithm's critic, so every on-policy
+    /// algorithm gets it) learns the non-episodic intrinsic return, and the learner sees the
+    /// advantages `ext_coef · A_ext + int_coef · A_int`.
+    #[default(vec![256, 256])]
+    pub int_value_net_hiddens: Vec<usize>,
     /// Activation of both.
     #[default(Activation::Relu)]
     pub activation: Activation,
@@ -166,6 +173,15 @@ impl RndConfig {
         }
         if self.feature_dim == 0 {
             return err("feature_dim", "must be at least 1");
+        }
+        for (f, h) in [
+            ("target_net_hiddens", &self.target_net_hiddens),
+            ("predictor_net_hiddens", &self.predictor_net_hiddens),
+            ("int_value_net_hiddens", &self.int_value_net_hiddens),
+        ] {
+            if h.contains(&0) {
+                return err(f, "layer sizes must be at least 1");
+            }
         }
         if !(self.obs_clip > 0.0) {
             return err("obs_clip", "must be positive");

@@ -108,11 +108,29 @@ impl Curiosity {
         }
     }
 
-    /// On-policy and actor-learner: adds the intrinsic rewards to a collected rollout's
-    /// rewards, computes the advantages and returns from them (GAE with `gamma`,
-    /// `gae_lambda`, from the last values the collector stored), then trains the module on
-    /// the rollout.
+    /// On-policy (GAE): the module's bonus for a collected rollout, then the advantages and
+    /// returns (GAE with `gamma`, `gae_lambda`, from the last values the collector stored),
+    /// then the module trains on the rollout. ICM adds its bonus to the rewards; RND keeps
+    /// CleanRL's two streams (the env's rewards for the learner's returns, its own intrinsic
+    /// critic for non-episodic intrinsic advantages, the advantages weighted
+    /// `ext_coef : int_coef`).
     pub fn relabel_rollout(
+        &mut self,
+        buf: &mut RolloutBuffer,
+        gamma: f32,
+        gae_lambda: f32,
+        progress: &Progress,
+    ) -> Result<Metrics, RlError> {
+        match self {
+            Curiosity::Rnd(rnd) => rnd.relabel_rollout(buf, gamma, gae_lambda, progress),
+            Curiosity::Icm(_) => self.relabel_rollout_rewards(buf, gamma, gae_lambda, progress),
+        }
+    }
+
+    /// Actor-learner (V-trace targets come from rewards): adds the intrinsic rewards to a
+    /// rollout's rewards (RND: `ext_coef · r + int_coef · r_int`), recomputes its GAE
+    /// advantages and returns, then trains the module on the rollout.
+    pub fn relabel_rollout_rewards(
         &mut self,
         buf: &mut RolloutBuffer,
         gamma: f32,
