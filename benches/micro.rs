@@ -176,6 +176,7 @@ fn dqn_step(c: &mut Criterion) {
         truncated: vec![0.0; b],
         discounts: vec![0.99; b],
         weights: vec![1.0; b],
+        lengths: vec![1; b],
     };
     c.bench_function("dqn_gradient_step_64_256x256", |bn| {
         let progress = rl::core::Progress::default();

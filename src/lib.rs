@@ -59,6 +59,7 @@ pub const ALGORITHMS: &[&str] = &[
     "marwil",
     "cql",
     "gail",
+    "dreamerv3",
 ];
 
 /// A training env for `run` (registry env + episode statistics + normalization).
@@ -254,6 +255,11 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
             &make_training_env,
             device,
         )?)),
+        "dreamerv3" => Ok(Box::new(rl_dreamerv3::DreamerV3::new(
+            run,
+            &make_training_env,
+            device,
+        )?)),
         other => Err(RlError::Config(ConfigError::new(
             "algorithm",
             format!("unknown {other:?}; available: {}", ALGORITHMS.join(", ")),
@@ -351,6 +357,11 @@ fn load_as_saved(
             &make_training_env,
             device,
         )?)),
+        "dreamerv3" => Ok(Box::new(rl_dreamerv3::DreamerV3::load(
+            dir,
+            &make_training_env,
+            device,
+        )?)),
         other => Err(RlError::Config(ConfigError::new(
             dir.display().to_string(),
             format!("checkpoint of unknown algorithm {other:?}"),
@@ -441,6 +452,7 @@ pub fn check_config(run: &RunConfig) -> Result<(), RlError> {
         "marwil" => rl_marwil::MarwilConfig::from_kwargs(kw).map(drop),
         "cql" => rl_cql::CqlConfig::from_kwargs(kw).map(drop),
         "gail" => rl_gail::GailConfig::from_kwargs(kw).map(drop),
+        "dreamerv3" => rl_dreamerv3::DreamerV3Config::from_kwargs(kw).map(drop),
         other => Err(ConfigError::new(
             "algorithm",
             format!("unknown {other:?}; available: {}", ALGORITHMS.join(", ")),

@@ -15,9 +15,9 @@ use rl::ppo::Ppo;
 /// A small ICM, so that the tests stay quick.
 const SMALL_ICM: &str = "curiosity: {type: icm, feature_dim: 8, feature_net_hiddens: [16], inverse_net_hiddens: [16], forward_net_hiddens: [16], minibatch_size: 16}\n";
 
-/// The algorithms that take no plugin (offline, GAIL/AIRL, evolution); every other one of
-/// `rl::ALGORITHMS` must train with it.
-const REFUSING: [&str; 6] = ["bc", "marwil", "cql", "gail", "es", "ars"];
+/// The algorithms that take no plugin (offline, GAIL/AIRL, evolution, DreamerV3); every
+/// other one of `rl::ALGORITHMS` must train with it.
+const REFUSING: [&str; 7] = ["bc", "marwil", "cql", "gail", "es", "ars", "dreamerv3"];
 
 /// A small RND.
 const SMALL_RND: &str = "curiosity: {type: rnd, feature_dim: 8, target_net_hiddens: [16], predictor_net_hiddens: [16], minibatch_size: 16}\n";

@@ -293,7 +293,74 @@ fn every_algorithm_through_the_traits() {
             "cql" => offline::<rl::cql::CqlLearner>(name),
             "es" => evolution::<rl::es::EsLearner>(name),
             "ars" => evolution::<rl::ars::ArsLearner>(name),
+            "dreamerv3" => model_based(name),
             other => panic!("{other} is in rl::ALGORITHMS but not checked here"),
         }
     }
+}
+
+/// DreamerV3: a batch of windows from a sequence replay filled by an acting side made from
+/// the learner's weights alone (its world model and actor).
+fn model_based(name: &str) {
+    use rl::dreamerv3::agent::{ActState, act};
+    use rl::dreamerv3::{DreamerV3Config, DreamerV3Learner, Pick};
+    use rl::model_based::{SequenceReplay, StepRow};
+    let run = run_of(name);
+    let cfg = DreamerV3Config::from_kwargs(&run.algo_kwargs).unwrap();
+    let (o, a) = spaces(&run);
+    let Space::Discrete { n: k, .. } = a else {
+        panic!("{name}: the tiny config has Discrete actions")
+    };
+    let dev = Device::flex().autodiff();
+    let learner =
+        |seed: u64| DreamerV3Learner::new(cfg.clone(), o.flat_dim(), (k, false), seed, &dev);
+    let acting = |w: &TensorMap| {
+        let mut side = learner(99);
+        side.set_weights(w).unwrap();
+        side
+    };
+    let mut l = learner(1);
+    let side = acting(&l.weights());
+    let mut env = rl::make_training_env(&run).unwrap();
+    let mut obs = vec![0.0; o.raw_dim()];
+    env.reset(Some(5), None, &mut obs).unwrap();
+    let (mut state, mut rng) = (ActState::fresh(1, &side, k), Rng::seed_from(3));
+    let mut replay = SequenceReplay::new(1000, 1, o.flat_dim(), k);
+    let mut flat = Vec::new();
+    for _ in 0..64 {
+        flatten_batch(&o, &obs, &mut flat);
+        let (first, reward) = (state.is_first[0] == 1.0, state.reward[0]);
+        let action = act(&side, &mut state, &flat, &mut rng, Pick::Sample);
+        replay.push(
+            0,
+            StepRow {
+                obs: &flat,
+                action: &action,
+                reward,
+                is_first: first,
+                is_terminated: false,
+            },
+        );
+        let chosen = action.iter().position(|&x| x == 1.0).unwrap();
+        let s = env.step(&[chosen as f32], &mut obs).unwrap();
+        let done = s.terminated || s.truncated;
+        if done {
+            env.reset(None, None, &mut obs).unwrap();
+        }
+        (state.is_first[0], state.reward[0]) = (done as u8 as f32, s.reward as f32);
+    }
+    let (b, t) = (cfg.batch_size_b, cfg.batch_length_t);
+    let batch = replay.sample(b, t, &mut rng).unwrap();
+    update(name, &mut l, &batch);
+    flatten_batch(&o, &obs, &mut flat);
+    let modes = |side: &DreamerV3Learner| {
+        let mut s = ActState::fresh(1, side, k);
+        act(side, &mut s, &flat, &mut Rng::seed_from(0), Pick::Mode)
+    };
+    assert_eq!(
+        modes(&acting(&l.weights())),
+        modes(&l),
+        "{name}: an acting side with the new weights acts as the learner"
+    );
+    round_trips(name, &mut l, learner(2), learner(3), &batch);
 }

@@ -56,6 +56,10 @@ pub fn tiny(name: &str, total_timesteps: u64) -> String {
             "CartPole-v1",
             "{n_steps: 16, batch_size: 16, n_epochs: 1, disc_batch_size: 8, expert_data_path: EXPERT}",
         ),
+        "dreamerv3" => (
+            "CartPole-v1",
+            "{model_size: nano, batch_size_B: 2, batch_length_T: 8, horizon_H: 3, training_ratio: 16}",
+        ),
         other => panic!("add a tiny config for {other}"),
     };
     let kwargs = kwargs.replace("EXPERT", &dataset().display().to_string());

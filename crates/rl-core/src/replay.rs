@@ -56,6 +56,10 @@ pub struct TransitionBatch {
     pub discounts: Vec<f32>,
     /// `[B]` importance weights (1.0 for uniform replay).
     pub weights: Vec<f32>,
+    /// `[B]` how many one-step transitions (m ≤ n) each row's return sums, from
+    /// `indices[i]` on ([`Replay::one_step_transitions`] lists them); empty for batches that
+    /// did not come from a replay's [`gather`](Replay::gather) (one step each).
+    pub lengths: Vec<usize>,
 }
 
 impl TransitionBatch {
@@ -66,6 +70,50 @@ impl TransitionBatch {
     /// Whether empty.
     pub fn is_empty(&self) -> bool {
         self.rewards.is_empty()
+    }
+}
+
+/// The one-step transitions behind the rows of a [`TransitionBatch`]
+/// ([`Replay::one_step_transitions`]): row `i`'s `lengths[i]` transitions, in order, then
+/// row `i + 1`'s.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OneStepTransitions {
+    /// `[n × obs_dim]`.
+    pub obs: Vec<f32>,
+    /// `[n × act_dim]`.
+    pub actions: Vec<f32>,
+    /// `[n × obs_dim]`, each transition's own next observation.
+    pub next_obs: Vec<f32>,
+    /// `[B]` transitions per batch row (they sum to `n`).
+    pub lengths: Vec<usize>,
+}
+
+impl OneStepTransitions {
+    /// Number of transitions.
+    pub fn len(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Folds per-transition `values` (`[n]`, this order) into one discounted sum per batch
+    /// row, `Σ_k γ^k · values[k]`, as the row's n-step return sums its rewards.
+    pub fn discounted_sums(&self, values: &[f32], gamma: f32) -> Vec<f32> {
+        let mut it = values.iter();
+        self.lengths
+            .iter()
+            .map(|&m| {
+                let (mut sum, mut disc) = (0.0f32, 1.0f32);
+                for v in it.by_ref().take(m) {
+                    sum += disc * v;
+                    disc *= gamma;
+                }
+                sum
+            })
+            .collect()
     }
 }
 
@@ -466,6 +514,7 @@ impl Replay {
             discounts: Vec::with_capacity(b),
             weights,
             indices: Vec::new(),
+            lengths: Vec::with_capacity(b),
         };
         // The newest row: n-step sums stop there instead of wrapping into the oldest data.
         let last_row = (self.pos + self.rows - 1) % self.rows;
@@ -474,11 +523,12 @@ impl Replay {
             out.actions
                 .extend_from_slice(&self.actions[i * ad..(i + 1) * ad]);
             let n = self.cfg.n_step.draw(rng);
-            let (mut ret, mut disc, mut j) = (0.0f32, 1.0f32, i);
+            let (mut ret, mut disc, mut j, mut m) = (0.0f32, 1.0f32, i, 0);
             for k in 0..n {
                 ret += disc * self.rewards[j];
                 disc *= gamma;
-                if k + 1 == n || self.terminated[j] || self.truncated[j] {
+                m = k + 1;
+                if m == n || self.terminated[j] || self.truncated[j] {
                     break;
                 }
                 match self.next_slot(j, last_row) {
@@ -486,6 +536,7 @@ impl Replay {
                     None => break,
                 }
             }
+            out.lengths.push(m);
             out.rewards.push(ret);
             out.discounts.push(disc);
             out.next_obs
@@ -494,6 +545,33 @@ impl Replay {
             out.truncated.push(self.truncated[j] as u8 as f32);
         }
         out.indices = indices;
+        out
+    }
+
+    /// The one-step transitions the rows of `batch` sum (`batch.lengths[i]` of them from
+    /// `batch.indices[i]` on, as [`gather`](Self::gather) walked them), in row order; the
+    /// buffer must not have changed since `batch` was gathered. Plugins that score single
+    /// transitions (curiosity) score these and fold the scores into the n-step returns.
+    pub fn one_step_transitions(&self, batch: &TransitionBatch) -> OneStepTransitions {
+        let (od, ad) = (self.cfg.obs_dim, self.cfg.act_dim);
+        let last_row = (self.pos + self.rows - 1) % self.rows;
+        let mut out = OneStepTransitions::default();
+        for (&i, &m) in batch.indices.iter().zip(&batch.lengths) {
+            let mut j = i;
+            for k in 0..m {
+                out.obs.extend_from_slice(&self.obs[j * od..(j + 1) * od]);
+                out.actions
+                    .extend_from_slice(&self.actions[j * ad..(j + 1) * ad]);
+                out.next_obs
+                    .extend_from_slice(&self.next_obs[j * od..(j + 1) * od]);
+                if k + 1 < m {
+                    j = self
+                        .next_slot(j, last_row)
+                        .expect("the walk gather took is still stored");
+                }
+            }
+        }
+        out.lengths = batch.lengths.clone();
         out
     }
 
@@ -732,6 +810,40 @@ mod tests {
             assert_eq!(s.truncated[k], (r == 4.0) as u8 as f32);
             assert_eq!(s.discounts[k], 0.99);
         }
+    }
+
+    #[test]
+    fn one_step_transitions_are_the_steps_each_n_step_row_sums() {
+        // Two envs, rows of rewards (1, 10), (2, 20), (4, 40), (8, 80); env 0's second
+        // transition ends its episode. obs = reward, next_obs = reward + 1.
+        let mut b = buf(8, 2, NStep::Fixed(3), None);
+        for (r, term) in [(1.0, false), (2.0, true), (4.0, false), (8.0, false)] {
+            b.add(
+                &[r, 10.0 * r],
+                &[0.0, 0.0],
+                &[r, 10.0 * r],
+                &[r + 1.0, 10.0 * r + 1.0],
+                &[term, false],
+                &[false, false],
+            );
+        }
+        let g = 0.5f32;
+        // Env 0 from row 0 (stops at its episode end), env 1 from row 0 (three steps), env 0
+        // from row 3 (the newest row).
+        let s = b.gather(vec![0, 1, 6], vec![1.0; 3], g, &mut Rng::seed_from(0));
+        assert_eq!(s.lengths, vec![2, 3, 1]);
+        let steps = b.one_step_transitions(&s);
+        assert_eq!(steps.len(), 6);
+        assert_eq!(steps.obs, vec![1.0, 2.0, 10.0, 20.0, 40.0, 8.0]);
+        assert_eq!(steps.next_obs, vec![2.0, 3.0, 11.0, 21.0, 41.0, 9.0]);
+        // Each row's last step is where its bootstrap observation comes from.
+        assert_eq!(s.next_obs, vec![3.0, 41.0, 9.0]);
+        // Folding the steps' rewards (here their observations) gives the rows' returns.
+        assert_eq!(steps.discounted_sums(&steps.obs, g), s.rewards);
+        assert_eq!(
+            steps.discounted_sums(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0], g),
+            vec![1.5, 1.75, 1.0]
+        );
     }
 
     #[test]

@@ -62,9 +62,10 @@ impl ActState {
     }
 }
 
-/// One acting step for `state`'s rows on `flat_obs`: updates the state, returns the chosen
-/// actions `[n × A]` (one-hot, or Box actions in the policy's [−1, 1] scale).
-fn act(
+/// One acting step of `learner`'s world model and actor for `state`'s rows on `flat_obs`:
+/// updates the state, returns the chosen actions `[n × A]` (one-hot, or Box actions in the
+/// policy's [−1, 1] scale). The acting side of the shell and of `predict`.
+pub fn act(
     learner: &DreamerV3Learner,
     state: &mut ActState,
     flat_obs: &[f32],

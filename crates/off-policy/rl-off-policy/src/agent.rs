@@ -243,11 +243,11 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
         let (l, curiosity) = (&mut self.learner, &mut self.curiosity);
         let mut m = self
             .core
-            .replay_steps(steps, batch_size, gamma, beta, |b| {
+            .replay_steps(steps, batch_size, gamma, beta, |b, replay| {
                 // The bonus of the current module, on this batch only: the replay keeps
                 // the env's rewards.
                 let plugin = match curiosity {
-                    Some(c) => c.relabel_transitions(b, progress)?,
+                    Some(c) => c.relabel_transitions(b, replay, gamma, progress)?,
                     None => Metrics::new(),
                 };
                 let mut m = l.update(b, progress)?;
@@ -318,7 +318,12 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
             Feed::WholeReplay => {
                 let mut data = self.core.replay.chronological();
                 let plugin = match &mut self.curiosity {
-                    Some(c) => c.relabel_transitions(&mut data, &progress)?,
+                    Some(c) => c.relabel_transitions(
+                        &mut data,
+                        &self.core.replay,
+                        self.settings.gamma as f32,
+                        &progress,
+                    )?,
                     None => Metrics::new(),
                 };
                 self.actor = None;

@@ -654,22 +654,23 @@ impl OffPolicyCore {
     }
 
     /// Runs `steps` gradient steps: samples a batch (`batch_size`, discount `gamma`, PER
-    /// exponent `beta`), lets `update` learn from it and return its metrics and new
-    /// priorities, feeds those back, and returns each metric's mean over the steps.
+    /// exponent `beta`), lets `update` learn from it (it sees the replay the batch came
+    /// from) and return its metrics and new priorities, feeds those back, and returns each
+    /// metric's mean over the steps.
     pub fn replay_steps(
         &mut self,
         steps: usize,
         batch_size: usize,
         gamma: f32,
         beta: f64,
-        mut update: impl FnMut(&mut TransitionBatch) -> Result<(Metrics, Vec<f32>), RlError>,
+        mut update: impl FnMut(&mut TransitionBatch, &Replay) -> Result<(Metrics, Vec<f32>), RlError>,
     ) -> Result<Metrics, RlError> {
         let mut mean = MetricsMean::default();
         for _ in 0..steps {
             let mut batch = self
                 .replay
                 .sample(batch_size, gamma, beta, &mut self.rng_replay);
-            let (m, priorities) = update(&mut batch)?;
+            let (m, priorities) = update(&mut batch, &self.replay)?;
             self.replay.update_priorities(&batch.indices, &priorities);
             mean.add(m);
         }

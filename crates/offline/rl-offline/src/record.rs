@@ -168,6 +168,7 @@ pub fn from_replay_envs(
             indices: Vec::new(),
             discounts: Vec::new(),
             weights: Vec::new(),
+            lengths: Vec::new(),
         };
         let mut part = from_replay(&one, act_dim, &action);
         let offset = out.num_episodes() as i64;

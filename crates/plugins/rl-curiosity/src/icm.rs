@@ -263,7 +263,7 @@ mod tests {
     use super::*;
     use crate::{Curiosity, CuriosityConfig};
     use rl_core::params::set_module_tensors;
-    use rl_core::replay::TransitionBatch;
+    use rl_core::replay::{NStep, Replay, ReplayConfig, TransitionBatch};
 
     /// An ICM with φ = identity on 2-d observations and zero forward and inverse nets, so
     /// φ̂(s′) = 0 and the inverse net's logits are 0.
@@ -360,18 +360,68 @@ mod tests {
             truncated: vec![0.0],
             discounts: vec![0.99],
             weights: vec![1.0],
+            lengths: vec![1],
         };
+        // One-step rows: the replay is not read.
+        let empty = Replay::new(ReplayConfig {
+            capacity: 1,
+            n_envs: 1,
+            obs_dim: 2,
+            act_dim: 1,
+            n_step: NStep::Fixed(1),
+            prioritized: None,
+        });
         let m = icm
-            .relabel_transitions(&mut b, &Progress::default())
+            .relabel_transitions(&mut b, &empty, 0.99, &Progress::default())
             .unwrap();
         assert!((b.rewards[0] - 1.625).abs() < 1e-6, "{:?}", b.rewards);
         assert!((m["curiosity/intrinsic_reward_mean"] - 0.625).abs() < 1e-6);
         // Recomputed with the current module: the same transition now earns less.
         let mut again = b.clone();
         again.rewards = vec![1.0];
-        icm.relabel_transitions(&mut again, &Progress::default())
+        icm.relabel_transitions(&mut again, &empty, 0.99, &Progress::default())
             .unwrap();
         assert!(again.rewards[0] < 1.625, "{:?}", again.rewards);
+    }
+
+    #[test]
+    fn an_n_step_row_earns_the_discounted_bonuses_of_its_steps() {
+        use rl_core::replay::TransitionRef;
+        // φ = identity, φ̂ = 0: each step's bonus is η · ½‖s′‖².
+        let mut icm = Curiosity::Icm(hand_made());
+        let mut replay = Replay::new(ReplayConfig {
+            capacity: 8,
+            n_envs: 1,
+            obs_dim: 2,
+            act_dim: 1,
+            n_step: NStep::Fixed(2),
+            prioritized: None,
+        });
+        let states = [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 0.0]];
+        for w in states.windows(2) {
+            replay.add_one(TransitionRef {
+                obs: &w[0],
+                action: &[1.0],
+                reward: 1.0,
+                next_obs: &w[1],
+                terminated: false,
+                truncated: false,
+            });
+        }
+        let g = 0.5;
+        let mut b = replay.gather(vec![0], vec![1.0], g, &mut Rng::seed_from(0));
+        assert_eq!((b.rewards[0], b.lengths[0]), (1.5, 2));
+        // The row jumps from (0, 0) to (0, 2); its steps earn η/2 · 1 and η/2 · 4.
+        let m = icm
+            .relabel_transitions(&mut b, &replay, g, &Progress::default())
+            .unwrap();
+        let bonus = 0.05 * 0.5 * 1.0 + g * 0.05 * 0.5 * 4.0;
+        assert!(
+            (b.rewards[0] - (1.5 + bonus)).abs() < 1e-6,
+            "{:?}",
+            b.rewards
+        );
+        assert!((m["curiosity/intrinsic_reward_mean"] - 0.05 * 0.5 * 2.5).abs() < 1e-6);
     }
 
     #[test]

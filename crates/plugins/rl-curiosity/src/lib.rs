@@ -27,7 +27,7 @@ use rl_core::config::RunConfig;
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
 use rl_core::params::TensorMap;
-use rl_core::replay::TransitionBatch;
+use rl_core::replay::{Replay, TransitionBatch};
 use rl_core::{RlError, Space};
 use serde_json::{Map, Value};
 
@@ -157,28 +157,55 @@ impl Curiosity {
         Ok(m)
     }
 
-    /// Off-policy: adds the intrinsic rewards of the current module to a replayed batch (the
-    /// replay keeps the env's rewards), then trains the module on the batch once.
+    /// Off-policy: adds the intrinsic rewards of the current module to a batch replayed from
+    /// `replay` (the replay keeps the env's rewards), then trains the module once on what it
+    /// scored. A row whose return sums `m > 1` steps (n-step returns) gets the discounted sum
+    /// `Σ_k γ^k b_k` of its steps' bonuses, as its return sums their rewards: the module
+    /// scores and trains on those one-step transitions, never on the row's m-step jump, whose
+    /// end depends on the drawn `m` and the later actions and so stays unpredictable (a
+    /// bonus that never fades).
     pub fn relabel_transitions(
         &mut self,
         b: &mut TransitionBatch,
+        replay: &Replay,
+        gamma: f32,
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
-        let TransitionBatch {
-            obs,
-            actions,
-            next_obs,
-            rewards,
-            ..
-        } = b;
+        if b.lengths.iter().all(|&m| m <= 1) {
+            let TransitionBatch {
+                obs,
+                actions,
+                next_obs,
+                rewards,
+                ..
+            } = b;
+            let t = Transitions {
+                obs,
+                actions,
+                next_obs,
+                n: rewards.len(),
+                envs: None,
+            };
+            return self.relabel(&t, rewards, Some(1), progress);
+        }
+        let steps = replay.one_step_transitions(b);
         let t = Transitions {
-            obs,
-            actions,
-            next_obs,
-            n: rewards.len(),
+            obs: &steps.obs,
+            actions: &steps.actions,
+            next_obs: &steps.next_obs,
+            n: steps.len(),
             envs: None,
         };
-        self.relabel(&t, rewards, Some(1), progress)
+        let mut bonus = vec![0.0; t.n];
+        let m = self.relabel(&t, &mut bonus, Some(1), progress)?;
+        for (r, s) in b
+            .rewards
+            .iter_mut()
+            .zip(steps.discounted_sums(&bonus, gamma))
+        {
+            *r += s;
+        }
+        Ok(m)
     }
 
     /// The module's state: its files and a `curiosity` entry in `state.json`.
