@@ -48,6 +48,19 @@ impl Schedule {
         self.value(0, 1)
     }
 
+    /// The smallest and largest values the schedule takes over any run (for range checks).
+    pub fn bounds(&self) -> (f64, f64) {
+        match self {
+            Schedule::Constant(v) => (*v, *v),
+            Schedule::Linear(v) => (v.min(0.0), v.max(0.0)),
+            Schedule::Piecewise(points) => points
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(_, v)| {
+                    (lo.min(v), hi.max(v))
+                }),
+        }
+    }
+
     /// Parses `0.1`, `"0.1"`, `"lin_0.1"`, `"linear_0.1"` or `[[0, 1.0], [1000, 0.1]]`.
     pub fn parse(v: &serde_json::Value) -> Result<Self, String> {
         match v {
@@ -136,6 +149,8 @@ mod tests {
             Schedule::parse(&serde_json::json!(0.2)).unwrap(),
             Schedule::Constant(0.2)
         );
+        assert_eq!(p.bounds(), (0.0, 1.0));
+        assert_eq!(l.bounds(), (0.0, 1e-3));
         assert!(Schedule::parse(&serde_json::json!("fast")).is_err());
         assert!(Schedule::parse(&serde_json::json!([[10, 1.0], [5, 0.0]])).is_err());
         let y: Schedule = serde_saphyr::from_str("lin_0.2").unwrap();

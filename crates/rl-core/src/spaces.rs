@@ -103,6 +103,23 @@ impl Space {
         }
     }
 
+    /// `[height, width, channels]` when this is an image as stable-baselines3's
+    /// `is_image_space` sees one: a Box of rank 3, channels last (Gymnasium's layout) with 1,
+    /// 3 or 4 of them, every bound `[0, 255]` (the pixels of a uint8 image).
+    pub fn image_shape(&self) -> Option<[usize; 3]> {
+        match self {
+            Space::Box { low, high, shape }
+                if shape.len() == 3
+                    && matches!(shape[2], 1 | 3 | 4)
+                    && low.iter().all(|&l| l == 0.0)
+                    && high.iter().all(|&h| h == 255.0) =>
+            {
+                Some([shape[0], shape[1], shape[2]])
+            }
+            _ => None,
+        }
+    }
+
     /// Short human-readable form, as Gymnasium prints it.
     pub fn describe(&self) -> String {
         match self {
@@ -339,6 +356,17 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_are_rank_3_boxes_of_pixels_channels_last() {
+        let img = |shape: &[usize], hi: f32| Space::uniform_box(0.0, hi, shape);
+        assert_eq!(img(&[64, 64, 3], 255.0).image_shape(), Some([64, 64, 3]));
+        assert_eq!(img(&[84, 84, 1], 255.0).image_shape(), Some([84, 84, 1]));
+        assert_eq!(img(&[64, 64, 3], 1.0).image_shape(), None);
+        assert_eq!(img(&[3, 64, 64], 255.0).image_shape(), None);
+        assert_eq!(img(&[64, 64], 255.0).image_shape(), None);
+        assert_eq!(Space::discrete(4).image_shape(), None);
+    }
 
     #[test]
     fn contains_sample_flatten_roundtrip() {

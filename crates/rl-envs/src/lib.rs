@@ -5,6 +5,7 @@
 pub mod classic;
 pub mod faults;
 pub mod multi_agent;
+pub mod pixels;
 pub mod testing;
 pub mod toy_text;
 
@@ -59,6 +60,12 @@ pub fn registry() -> Registry {
             toy_text::frozen_lake_from_kwargs(&kw)
         },
         Some(200),
+    );
+    // FrozenLake-v1 observed as a 64×64 RGB picture (image paths such as DreamerV3's CNN).
+    r.register(
+        "PixelFrozenLake-v1",
+        pixels::pixel_frozen_lake_from_kwargs,
+        Some(100),
     );
     r.register(
         "CliffWalking-v1",

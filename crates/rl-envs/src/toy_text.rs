@@ -270,6 +270,12 @@ pub fn frozen_lake(
 /// Builds FrozenLake-v1 from `gymnasium.make` keyword arguments (`map_name`, `desc`,
 /// `is_slippery`, `success_rate`).
 pub fn frozen_lake_from_kwargs(kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    Ok(Box::new(frozen_lake_env_from_kwargs(kw)?))
+}
+
+/// The lake [`frozen_lake_from_kwargs`] makes, as a [`TabularEnv`] (for wrappers that need
+/// its map and state, such as the pixel version).
+pub fn frozen_lake_env_from_kwargs(kw: &Kwargs) -> Result<TabularEnv, EnvError> {
     use rl_core::env::{check_kwargs, kwarg};
     const ID: &str = "FrozenLake-v1";
     check_kwargs(
@@ -298,7 +304,7 @@ pub fn frozen_lake_from_kwargs(kw: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
     };
     let slippery = kwarg(ID, kw, "is_slippery")?.unwrap_or(true);
     let success = kwarg(ID, kw, "success_rate")?.unwrap_or(1.0 / 3.0);
-    Ok(Box::new(frozen_lake(&desc, slippery, success)?))
+    frozen_lake(&desc, slippery, success)
 }
 
 /// CliffWalking-v1: 4×12 grid, −1 per step, −100 and back to start on the cliff.

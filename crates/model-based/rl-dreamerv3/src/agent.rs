@@ -20,7 +20,7 @@ use rl_core::vec_env::VecEnv;
 use rl_core::{RlError, Rng, Space};
 use rl_model_based::categorical::mode;
 use rl_model_based::rssm::RssmState;
-use rl_model_based::{SequenceReplay, StepRow};
+use rl_model_based::{ObsShape, SequenceReplay, StepRow};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -86,7 +86,7 @@ pub fn act(
         h: t2(&state.h, dims.gru_units),
         z: Tensor::from_data(TensorData::new(state.z.clone(), [n, c, k]), &dev),
     };
-    let embed = wm.encoder.forward(wm.obs_target(t2(flat_obs, obs_dim)));
+    let embed = wm.embed(wm.obs_target(t2(flat_obs, obs_dim)));
     let first = t2(&state.is_first, 1);
     let prev_action = t2(&state.prev_action, a_dim);
     let o = match pick {
@@ -166,7 +166,8 @@ pub struct DreamerV3 {
 
 impl DreamerV3 {
     /// A fresh agent for `run` (its `algo_kwargs` are DreamerV3's) on `device` (gradients on
-    /// `device.autodiff()`). Discrete action spaces only, for now.
+    /// `device.autodiff()`): Discrete or bounded Box actions, vector or 64×64 image
+    /// observations.
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
         run.refuse_curiosity("DreamerV3 learns from its world model's rewards")?;
         let cfg = DreamerV3Config::from_kwargs(&run.algo_kwargs)?;
@@ -188,12 +189,14 @@ impl DreamerV3 {
                 )));
             }
         };
-        let obs_dim = obs_space.flat_dim();
+        let obs = ObsShape::of_space(&obs_space);
+        obs.check()
+            .map_err(|m| RlError::Config(ConfigError::new(&run.env_id, m)))?;
         let capacity = cfg.replay_buffer_config.capacity;
-        let replay = SequenceReplay::new(capacity, run.n_envs, obs_dim, n_actions);
+        let replay = SequenceReplay::new(capacity, run.n_envs, obs.flat_dim(), n_actions);
         let learner = DreamerV3Learner::new(
             cfg,
-            obs_dim,
+            obs,
             (n_actions, continuous),
             run.seed,
             &device.clone().autodiff(),
@@ -245,7 +248,12 @@ impl DreamerV3 {
             (s.rng_act, s.rng_replay, s.rng_predict);
         agent.owed = s.owed;
         if agent.learner.config().store_buffer_in_checkpoints && ck.has("replay.json") {
-            agent.replay = read_json(&ck, "replay.json")?;
+            let replay: SequenceReplay = read_json(&ck, "replay.json")?;
+            let (od, ad) = (agent.flat.len() / agent.acting.n.max(1), agent.n_actions);
+            replay
+                .validate(agent.acting.n, od, ad)
+                .map_err(|m| RlError::Config(ConfigError::new(ck.path_of("replay.json"), m)))?;
+            agent.replay = replay;
         }
         Ok(agent)
     }

@@ -37,7 +37,7 @@ use rl_core::params::{
 };
 use rl_model_based::categorical::{argmax_one_hot, draw_one_hot};
 use rl_model_based::rssm::RssmState;
-use rl_model_based::{ReturnScale, SequenceBatch, TwoHot, kl_terms, lambda_returns};
+use rl_model_based::{ObsShape, ReturnScale, SequenceBatch, TwoHot, kl_terms, lambda_returns};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -100,12 +100,13 @@ pub struct DreamerV3Learner {
 }
 
 impl DreamerV3Learner {
-    /// A learner for `obs_dim`-wide vector observations and `action_dim`-wide actions (one-hot
-    /// discrete ones, or Box ones scaled to [−1, 1] when `continuous`); weights from the
-    /// `seed`'s `model` stream, latent samples and imagined actions from its `latents` stream.
+    /// A learner for `obs` observations (a vector width, or a 64×64 image) and
+    /// `action_dim`-wide actions (one-hot discrete ones, or Box ones scaled to [−1, 1] when
+    /// `continuous`); weights from the `seed`'s `model` stream, latent samples and imagined
+    /// actions from its `latents` stream.
     pub fn new(
         cfg: DreamerV3Config,
-        obs_dim: usize,
+        obs: impl Into<ObsShape>,
         (action_dim, continuous): (usize, bool),
         seed: u64,
         device: &Device,
@@ -113,8 +114,9 @@ impl DreamerV3Learner {
         let n_actions = action_dim;
         let dims = cfg.model_size.dims();
         let mut init = Rng::for_stream(seed, "model");
-        let symlog = cfg.symlog_obs.resolve(false);
-        let world_model = WorldModel::new(&dims, obs_dim, n_actions, symlog, &mut init, device);
+        let obs = obs.into();
+        let symlog = cfg.symlog_obs.resolve(obs.is_image());
+        let world_model = WorldModel::new(&dims, obs, n_actions, symlog, &mut init, device);
         let f = world_model.rssm.feature_dim();
         let actor = Actor::new(f, n_actions, continuous, &dims, &mut init, device);
         let critic = Critic::new(f, &dims, &mut init, device);
@@ -165,7 +167,7 @@ impl DreamerV3Learner {
         let n = batch.rows();
         let post = wm.observe(batch, rng, dev);
         let obs = wm.obs_target(tensor2(&batch.obs, n, batch.obs_dim, dev));
-        let decoder = loss::decoder_loss(wm.decoder.forward(post.features.clone()), obs);
+        let decoder = loss::decoder_loss(wm.decode(post.features.clone()), obs);
         let reward_logits = wm.reward.forward(post.features.clone());
         let reward = self.two_hot.loss_of(reward_logits, &batch.rewards);
         let cont_target: Vec<f32> = batch.is_terminated.iter().map(|d| 1.0 - d).collect();

@@ -1,7 +1,7 @@
-//! DreamerV3's world model for vector observations: an encoder of (symlog) observations, the
-//! RSSM, and heads that read the model state `[h, z]`: a decoder back to the (symlog)
-//! observation, a reward head of two-hot logits (zero-initialized: it starts predicting 0)
-//! and a continue head.
+//! DreamerV3's world model: an encoder of (symlog) vector observations or a CNN on images,
+//! the RSSM, and heads that read the model state `[h, z]`: a decoder back to the (symlog)
+//! observation or the (scaled) image, a reward head of two-hot logits (zero-initialized: it
+//! starts predicting 0) and a continue head.
 
 use rl_core::Rng;
 use rl_core::burn;
@@ -9,10 +9,11 @@ use rl_core::burn::module::Module;
 use rl_core::burn::nn::Linear;
 use rl_core::burn::tensor::activation::sigmoid;
 use rl_core::burn::tensor::{Device, Tensor};
+use rl_model_based::conv::scale_pixels;
 use rl_model_based::nets::{DenseStack, linear_dreamer, linear_zeros};
 use rl_model_based::rssm::{Rssm, RssmState};
 use rl_model_based::twohot::symlog_tensor;
-use rl_model_based::{ModelDims, SequenceBatch, TwoHot};
+use rl_model_based::{ConvDecoder, ConvEncoder, ModelDims, ObsShape, SequenceBatch, TwoHot};
 
 /// An MLP head: a [`DenseStack`] then one linear output.
 #[derive(Module, Debug)]
@@ -51,18 +52,26 @@ impl Head {
 /// The world model's networks.
 #[derive(Module, Debug)]
 pub struct WorldModel {
-    /// Observation → embedding.
+    /// Observation (or, for images, the CNN's flat output) → embedding; no layers after a
+    /// CNN.
     pub encoder: DenseStack,
+    /// Image observations: the CNN before `encoder`.
+    pub conv_encoder: Option<ConvEncoder>,
     /// Sequence model, prior and posterior.
     pub rssm: Rssm,
-    /// Model state → observation (symlog space when observations are symlogged).
-    pub decoder: Head,
+    /// Vector observations: model state → observation (symlog space when observations are
+    /// symlogged).
+    pub decoder: Option<Head>,
+    /// Image observations: model state → the scaled image.
+    pub conv_decoder: Option<ConvDecoder>,
     /// Model state → reward two-hot logits.
     pub reward: Head,
     /// Model state → continue logit.
     pub cont: Head,
     #[module(skip)]
     symlog_obs: bool,
+    #[module(skip)]
+    obs: ObsShape,
 }
 
 /// What observing a [`SequenceBatch`] gives, every tensor time-major (`t·B + b` rows).
@@ -78,34 +87,77 @@ pub struct Posterior {
 }
 
 impl WorldModel {
-    /// A world model of `dims` for `obs_dim`-wide observations and `act_dim`-wide actions.
+    /// A world model of `dims` for `obs` observations (a vector, or a 64×64 image: see
+    /// [`ObsShape::check`]) and `act_dim`-wide actions.
     pub fn new(
         dims: &ModelDims,
-        obs_dim: usize,
+        obs: ObsShape,
         act_dim: usize,
         symlog_obs: bool,
         rng: &mut Rng,
         device: &Device,
     ) -> Self {
         let u = dims.dense_units;
-        let encoder = DenseStack::new(obs_dim, u, dims.dense_layers, rng, device);
-        let rssm = Rssm::new(dims, u, act_dim, rng, device);
+        let (encoder, conv_encoder, embed_dim) = match obs {
+            ObsShape::Vector(d) => (
+                DenseStack::new(d, u, dims.dense_layers, rng, device),
+                None,
+                u,
+            ),
+            ObsShape::Image { channels, .. } => {
+                let cnn = ConvEncoder::new(channels, dims.cnn_multiplier, rng, device);
+                let d = cnn.output_dim();
+                (DenseStack::new(d, u, 0, rng, device), Some(cnn), d)
+            }
+        };
+        let rssm = Rssm::new(dims, embed_dim, act_dim, rng, device);
         let f = rssm.feature_dim();
+        let (decoder, conv_decoder) = match obs {
+            ObsShape::Vector(d) => (Some(Head::new(f, d, dims, false, rng, device)), None),
+            ObsShape::Image { channels, .. } => {
+                let m = dims.cnn_multiplier;
+                (None, Some(ConvDecoder::new(f, channels, m, rng, device)))
+            }
+        };
         Self {
             encoder,
-            decoder: Head::new(f, obs_dim, dims, false, rng, device),
+            conv_encoder,
+            decoder,
+            conv_decoder,
             reward: Head::new(f, TwoHot::dreamer().len(), dims, true, rng, device),
             cont: Head::new(f, 1, dims, false, rng, device),
             rssm,
-            symlog_obs,
+            symlog_obs: symlog_obs && !obs.is_image(),
+            obs,
         }
     }
 
-    /// Observations as the encoder sees them and the decoder predicts them.
+    /// Flat observations `[n, obs_dim]` as the encoder sees them and the decoder predicts
+    /// them: images scaled to [−0.5, 0.5], vectors symlogged if `symlog_obs`.
     pub fn obs_target(&self, obs: Tensor<2>) -> Tensor<2> {
-        match self.symlog_obs {
-            true => symlog_tensor(obs),
-            false => obs,
+        match (self.obs, self.symlog_obs) {
+            (ObsShape::Image { .. }, _) => scale_pixels(obs),
+            (_, true) => symlog_tensor(obs),
+            (_, false) => obs,
+        }
+    }
+
+    /// Embeddings `[n, embed_dim]` of observations as [`obs_target`](Self::obs_target) gives them.
+    pub fn embed(&self, target: Tensor<2>) -> Tensor<2> {
+        match (&self.conv_encoder, self.obs) {
+            (Some(cnn), ObsShape::Image { channels, .. }) => {
+                self.encoder.forward(cnn.forward(target, channels))
+            }
+            _ => self.encoder.forward(target),
+        }
+    }
+
+    /// The decoder's prediction of the observation target from model states `[n, f]`.
+    pub fn decode(&self, features: Tensor<2>) -> Tensor<2> {
+        match (&self.decoder, &self.conv_decoder) {
+            (Some(head), _) => head.forward(features),
+            (None, Some(cnn)) => cnn.forward(features),
+            (None, None) => unreachable!("a world model has one decoder"),
         }
     }
 
@@ -115,8 +167,8 @@ impl WorldModel {
         let (b, t_len) = (batch.batch_size, batch.length);
         let n = b * t_len;
         let obs = tensor2(&batch.obs, n, batch.obs_dim, device);
-        // One product for the embeddings of all T·B observations.
-        let embed = self.encoder.forward(self.obs_target(obs));
+        // One pass for the embeddings of all T·B observations.
+        let embed = self.embed(self.obs_target(obs));
         let first = tensor2(&batch.is_first, n, 1, device);
         let actions = tensor2(&batch.actions, n, batch.act_dim, device);
         let mut state = self.rssm.initial(b, device);

@@ -113,6 +113,45 @@ fn box_actions_train_resume_bit_identically_and_predict_within_the_bounds() {
     }
 }
 
+/// PixelFrozenLake-v1: 64×64 RGB observations through the CNN encoder and decoder.
+#[test]
+fn image_observations_train_and_resume_bit_identically() {
+    let yaml = RUN
+        .replace("FrozenLake-v1", "PixelFrozenLake-v1")
+        .replace("n_envs: 2", "n_envs: 1");
+    let run = RunConfig::from_yaml(&yaml, &[], "pixel test").unwrap();
+    let dev = Device::flex();
+    let new = || DreamerV3::new(&run, &testing::training_env, &dev).unwrap();
+    let load = |d: &std::path::Path| DreamerV3::load(d, &testing::training_env, &dev).unwrap();
+    testing::assert_resumes_bit_identically(
+        (12, 8),
+        new,
+        load,
+        |a| a.learner().weights(),
+        "dreamerv3-pixels",
+    );
+    let mut a = new();
+    let wm = a.learner().world_model();
+    assert!(wm.conv_encoder.is_some() && wm.conv_decoder.is_some() && wm.decoder.is_none());
+    let mut decoder = Vec::new();
+    for _ in 0..20 {
+        if let Some(d) = a.train().unwrap().get("losses/decoder") {
+            decoder.push(*d);
+        }
+    }
+    // The squared error summed over 64·64·3 scaled pixels, finite and falling.
+    assert!(
+        decoder.len() > 5 && decoder.iter().all(|d| d.is_finite()),
+        "{decoder:?}"
+    );
+    assert!(decoder.last() < decoder.first(), "{decoder:?}");
+    let mut obs = vec![0.0f32; 64 * 64 * 3];
+    let mut env = rl_envs::make("PixelFrozenLake-v1", &Default::default()).unwrap();
+    env.reset(Some(0), None, &mut obs).unwrap();
+    let act = a.predict(&obs, true).unwrap();
+    assert!(act.len() == 1 && (0.0..4.0).contains(&act[0]), "{act:?}");
+}
+
 #[test]
 fn bad_config_values_are_refused_by_name() {
     let bad = RunConfig::from_yaml(&RUN.replace("horizon_H: 3", "horizon_H: 0"), &[], "t").unwrap();

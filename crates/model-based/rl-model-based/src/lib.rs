@@ -9,6 +9,7 @@
 //! - [`returns`]: λ-returns over an imagined trajectory and the percentile return scale;
 //! - [`nets`]: DreamerV3's dense block (Linear → LayerNorm → SiLU), its initializers, and
 //!   the GRU cell whose three gates are one product per step;
+//! - [`conv`]: the image encoder and decoder (64×64 frames, stride-2 convolutions);
 //! - [`rssm`]: the recurrent state-space model (sequence model, prior, posterior) that
 //!   observes replayed sequences and imagines ahead;
 //! - [`replay`]: the sequence replay (each env's steps in a ring, windows of `T` rows);
@@ -19,6 +20,7 @@
 
 pub mod batch;
 pub mod categorical;
+pub mod conv;
 pub mod nets;
 pub mod replay;
 pub mod returns;
@@ -28,6 +30,7 @@ pub mod twohot;
 
 pub use batch::SequenceBatch;
 pub use categorical::{KlTerms, kl_terms, straight_through_sample, unimix};
+pub use conv::{ConvDecoder, ConvEncoder, ObsShape};
 pub use nets::{DenseStack, NormGru};
 pub use replay::{SequenceReplay, StepRow};
 pub use returns::{ReturnScale, lambda_returns};

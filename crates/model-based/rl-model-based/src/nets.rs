@@ -20,9 +20,19 @@ pub fn linear_dreamer(
     rng: &mut Rng,
     device: &Device,
 ) -> Linear {
+    let w = dreamer_init(d_in * d_out, d_in, d_out, rng);
+    Linear {
+        weight: Param::from_data(TensorData::new(w, [d_in, d_out]), device),
+        bias: bias.then(|| Param::from_data(TensorData::new(vec![0.0f32; d_out], [d_out]), device)),
+    }
+}
+
+/// `count` weights from DreamerV3's initializer for a layer of fans `fan_in` and `fan_out`:
+/// a normal truncated at two standard deviations, of variance `2 / (fan_in + fan_out)`.
+pub fn dreamer_init(count: usize, fan_in: usize, fan_out: usize, rng: &mut Rng) -> Vec<f32> {
     // 0.8796… is the standard deviation of a unit normal truncated at ±2.
-    let std = (2.0 / (d_in + d_out) as f64).sqrt() / 0.879_625_661_034_239_8;
-    let w: Vec<f32> = (0..d_in * d_out)
+    let std = (2.0 / (fan_in + fan_out) as f64).sqrt() / 0.879_625_661_034_239_8;
+    (0..count)
         .map(|_| {
             loop {
                 let z = rng.normal();
@@ -31,11 +41,7 @@ pub fn linear_dreamer(
                 }
             }
         })
-        .collect();
-    Linear {
-        weight: Param::from_data(TensorData::new(w, [d_in, d_out]), device),
-        bias: bias.then(|| Param::from_data(TensorData::new(vec![0.0f32; d_out], [d_out]), device)),
-    }
+        .collect()
 }
 
 /// A linear layer with zero weights and bias (DreamerV3's reward and critic outputs).

@@ -53,12 +53,14 @@ impl SequenceReplay {
     /// A replay of `capacity` rows in all, shared evenly by `n_envs` envs.
     pub fn new(capacity: usize, n_envs: usize, obs_dim: usize, act_dim: usize) -> Self {
         let per_env = (capacity / n_envs.max(1)).max(1);
+        // Tracks grow as rows arrive (a large capacity of image rows is never allocated
+        // ahead), then turn into rings.
         let track = Track {
-            obs: vec![0.0; per_env * obs_dim],
-            actions: vec![0.0; per_env * act_dim],
-            rewards: vec![0.0; per_env],
-            is_first: vec![0.0; per_env],
-            is_terminated: vec![0.0; per_env],
+            obs: Vec::new(),
+            actions: Vec::new(),
+            rewards: Vec::new(),
+            is_first: Vec::new(),
+            is_terminated: Vec::new(),
             head: 0,
             len: 0,
         };
@@ -69,6 +71,37 @@ impl SequenceReplay {
             tracks: vec![track; n_envs],
             added: 0,
         }
+    }
+
+    /// Checks a replay read from a file against the run's shape (`n_envs` tracks of
+    /// `obs_dim`- and `act_dim`-wide rows) and its own bookkeeping; the message says what is
+    /// off.
+    pub fn validate(&self, n_envs: usize, obs_dim: usize, act_dim: usize) -> Result<(), String> {
+        if (self.tracks.len(), self.obs_dim, self.act_dim) != (n_envs, obs_dim, act_dim) {
+            return Err(format!(
+                "holds {} envs of {}-wide observations and {}-wide actions; the run has {n_envs}, {obs_dim} and {act_dim}",
+                self.tracks.len(),
+                self.obs_dim,
+                self.act_dim
+            ));
+        }
+        for (e, t) in self.tracks.iter().enumerate() {
+            let rows = t.rewards.len();
+            let consistent = rows <= self.per_env
+                && t.obs.len() == rows * obs_dim
+                && t.actions.len() == rows * act_dim
+                && t.is_first.len() == rows
+                && t.is_terminated.len() == rows
+                && t.len <= rows
+                && (t.head == 0 || (rows == self.per_env && t.head < rows));
+            if !consistent {
+                return Err(format!(
+                    "env {e}'s track is inconsistent ({rows} rows of {} allowed, {} held from {})",
+                    self.per_env, t.len, t.head
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Rows held.
@@ -91,11 +124,20 @@ impl SequenceReplay {
         let (od, ad, cap) = (self.obs_dim, self.act_dim, self.per_env);
         let t = &mut self.tracks[env];
         let i = (t.head + t.len) % cap;
-        t.obs[i * od..(i + 1) * od].copy_from_slice(row.obs);
-        t.actions[i * ad..(i + 1) * ad].copy_from_slice(row.action);
-        t.rewards[i] = row.reward;
-        t.is_first[i] = row.is_first as u8 as f32;
-        t.is_terminated[i] = row.is_terminated as u8 as f32;
+        let (first, term) = (row.is_first as u8 as f32, row.is_terminated as u8 as f32);
+        if i == t.rewards.len() {
+            t.obs.extend_from_slice(row.obs);
+            t.actions.extend_from_slice(row.action);
+            t.rewards.push(row.reward);
+            t.is_first.push(first);
+            t.is_terminated.push(term);
+        } else {
+            t.obs[i * od..(i + 1) * od].copy_from_slice(row.obs);
+            t.actions[i * ad..(i + 1) * ad].copy_from_slice(row.action);
+            t.rewards[i] = row.reward;
+            t.is_first[i] = first;
+            t.is_terminated[i] = term;
+        }
         if t.len < cap {
             t.len += 1;
         } else {
@@ -194,6 +236,12 @@ mod tests {
             let f: Vec<f32> = (0..4).map(|t| b.is_first[t * 3 + col]).collect();
             assert_eq!(f, vec![1.0, 0.0, 0.0, 0.0]);
         }
+        // What a file holds is checked against the run's shape and itself.
+        r.validate(2, 1, 1).unwrap();
+        assert!(r.validate(2, 3, 1).unwrap_err().contains("3"));
+        let mut bad = r.clone();
+        bad.tracks[1].rewards.push(0.0);
+        assert!(bad.validate(2, 1, 1).unwrap_err().contains("env 1"));
         // Windows of 2: starts spread over both envs' possible starts (3 + 0 for env 0 and 1).
         for _ in 0..20 {
             let b = r.sample(1, 2, &mut rng).unwrap();

@@ -4,6 +4,7 @@
 
 use rl_core::config::{ConfigError, strict};
 use rl_core::nn::Activation;
+use rl_core::schedule::Schedule;
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
 
@@ -33,9 +34,11 @@ impl CuriosityConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct IcmConfig {
-    /// Scale η of the intrinsic reward `η · ½‖φ̂(s′) − φ(s′)‖²` added to the env's reward.
-    #[default(0.05)]
-    pub intrinsic_reward_coeff: f64,
+    /// Scale η of the intrinsic reward `η · ½‖φ̂(s′) − φ(s′)‖²` added to the env's reward:
+    /// a number or a schedule (RLlib's `[[t, v], …]` in env steps, or `lin_<v>`). Off-policy
+    /// the bonus is recomputed on every replayed batch, so a schedule reaches all of the replay.
+    #[default(Schedule::Constant(0.05))]
+    pub intrinsic_reward_coeff: Schedule,
     /// β in the module's loss `(1 − β)·inverse + β·forward`.
     #[default(0.2)]
     pub forward_loss_weight: f64,
@@ -84,7 +87,8 @@ impl IcmConfig {
     /// Range checks naming the field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |f: &str, m: &str| Err(ConfigError::new(format!("curiosity.{f}"), m));
-        if self.intrinsic_reward_coeff < 0.0 || !self.intrinsic_reward_coeff.is_finite() {
+        let (lo, hi) = self.intrinsic_reward_coeff.bounds();
+        if lo < 0.0 || !hi.is_finite() {
             return err("intrinsic_reward_coeff", "must be a finite number >= 0");
         }
         if !(0.0..=1.0).contains(&self.forward_loss_weight) {

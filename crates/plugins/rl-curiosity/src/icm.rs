@@ -125,20 +125,21 @@ impl Icm {
         progress: &Progress,
     ) -> Result<Metrics, RlError> {
         let actions = self.encode_actions(t.actions, t.n);
-        let bonus = self.bonus(t, &actions);
+        let bonus = self.bonus(t, &actions, progress);
         let epochs = epochs.unwrap_or(self.cfg.num_epochs);
         let mut m = self.train_encoded(t, &actions, epochs, progress)?;
         add_bonus(rewards, &bonus, &mut m);
         Ok(m)
     }
 
-    /// `η · ½‖φ̂(s′) − φ(s′)‖²` of each transition, with the module's inference copy.
-    pub fn rewards(&self, t: &Transitions) -> Vec<f32> {
-        self.bonus(t, &self.encode_actions(t.actions, t.n))
+    /// `η · ½‖φ̂(s′) − φ(s′)‖²` of each transition, with the module's inference copy and η
+    /// where training stands (`progress`).
+    pub fn rewards(&self, t: &Transitions, progress: &Progress) -> Vec<f32> {
+        self.bonus(t, &self.encode_actions(t.actions, t.n), progress)
     }
 
     /// [`rewards`](Self::rewards) with the actions already encoded.
-    fn bonus(&self, t: &Transitions, actions: &[f32]) -> Vec<f32> {
+    fn bonus(&self, t: &Transitions, actions: &[f32], progress: &Progress) -> Vec<f32> {
         if t.n == 0 {
             return Vec::new();
         }
@@ -150,7 +151,7 @@ impl Icm {
             tensor2(t.next_obs.to_vec(), n, od, &dev),
             tensor2(actions.to_vec(), n, ad, &dev),
         );
-        let eta = self.cfg.intrinsic_reward_coeff as f32;
+        let eta = self.cfg.intrinsic_reward_coeff.at(progress) as f32;
         host(forward_error(out.predicted_next_phi, out.next_phi))
             .into_iter()
             .map(|e| eta * e)
@@ -273,7 +274,7 @@ mod tests {
             feature_net_hiddens: vec![],
             inverse_net_hiddens: vec![],
             forward_net_hiddens: vec![],
-            intrinsic_reward_coeff: 0.05,
+            intrinsic_reward_coeff: 0.05.into(),
             forward_loss_weight: 0.2,
             ..IcmConfig::default()
         };
@@ -306,7 +307,7 @@ mod tests {
             envs: None,
         };
         // η · ½‖φ(s′) − 0‖²: 0.05 · 12.5 and 0.05 · 2.
-        let r = icm.rewards(&t);
+        let r = icm.rewards(&t, &Progress::default());
         assert!(
             (r[0] - 0.625).abs() < 1e-6 && (r[1] - 0.1).abs() < 1e-6,
             "{r:?}"
@@ -321,7 +322,7 @@ mod tests {
             "{m:?}"
         );
         // The step moved φ̂ toward φ(s′): the same transitions are less surprising.
-        let after = icm.rewards(&t);
+        let after = icm.rewards(&t, &Progress::default());
         assert!(after[0] < r[0], "{after:?} vs {r:?}");
     }
 
@@ -422,6 +423,37 @@ mod tests {
             b.rewards
         );
         assert!((m["curiosity/intrinsic_reward_mean"] - 0.05 * 0.5 * 2.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_coefficient_follows_its_schedule() {
+        let mut icm = hand_made();
+        icm.cfg.intrinsic_reward_coeff =
+            rl_core::schedule::Schedule::parse(&serde_json::json!([[0, 0.05], [100, 0.0]]))
+                .unwrap();
+        let t = Transitions {
+            obs: &[1.0, 0.0],
+            actions: &[1.0],
+            next_obs: &[3.0, 4.0],
+            n: 1,
+            envs: None,
+        };
+        let at = |n: u64| {
+            let p = Progress {
+                num_timesteps: n,
+                ..Progress::default()
+            };
+            icm.rewards(&t, &p)[0]
+        };
+        // ½‖(3, 4)‖² = 12.5.
+        assert!((at(0) - 0.625).abs() < 1e-6 && (at(50) - 0.3125).abs() < 1e-6);
+        assert_eq!(at(100), 0.0);
+        let e = CuriosityConfig::from_value(
+            &serde_json::json!({"type": "icm", "intrinsic_reward_coeff": [[0, 0.1], [10, -1.0]]}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("curiosity.intrinsic_reward_coeff"), "{e}");
     }
 
     #[test]
