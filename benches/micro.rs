@@ -156,6 +156,7 @@ fn dqn_step(c: &mut Criterion) {
         dueling: false,
         atoms: 1,
         noisy_sigma0: None,
+        head_gain: 1.0,
     }
     .init(&mut rng, &device);
     let mut learner = rl::dqn::DqnLearner::new(

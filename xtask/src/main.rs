@@ -447,16 +447,18 @@ fn rllib_python() -> Result<PathBuf, String> {
     let venv = root().join("target/rllib-venv");
     let py = venv.join("bin/python");
     if !Command::new(&py)
-        .args(["-c", "import ray.rllib, torch"])
+        .args(["-c", "import ray.rllib, torch, PIL"])
         .status()
         .is_ok_and(|s| s.success())
     {
         sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        // RLlib's DreamerV3 imports pillow (its image summaries).
         sh(Command::new(venv.join("bin/pip")).args([
             "install",
             "-q",
             "ray[rllib]==2.60.0",
             "torch",
+            "pillow",
         ]))?;
     }
     Ok(py)
@@ -485,6 +487,118 @@ fn run_peer(c: &Case, seed: u64, py: &Path, steps: f64) -> Result<(f64, f64), St
         p["train_seconds"].as_f64().unwrap_or(f64::NAN),
         p["eval_mean_return"].as_f64().unwrap_or(f64::NAN),
     ))
+}
+
+/// RLlib's DreamerV3 (torch, CPU) on CartPole-v1 with the settings of [`dreamer_speed`]:
+/// after two warm-up iterations (the first fills the replay with `B·T` steps), times `k`
+/// training iterations (each one env step and, at training ratio 1024 = `B·T`, one update).
+const RLLIB_DREAMER_SCRIPT: &str = r#"
+import sys, time, json
+import ray
+from ray.rllib.algorithms.dreamerv3 import DreamerV3Config
+size, k = sys.argv[1], int(sys.argv[2])
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+cfg = (
+    DreamerV3Config()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+    .learners(num_learners=0)
+    .training(model_size=size, training_ratio=1024, batch_size_B=16, batch_length_T=64, horizon_H=15)
+    .debugging(seed=0)
+)
+algo = cfg.build_algo()
+for _ in range(2):
+    r = algo.train()
+u0, s0 = r["num_grad_updates_lifetime"], r["env_runners"]["num_env_steps_sampled_lifetime"]
+t = time.time()
+for _ in range(k):
+    r = algo.train()
+secs = time.time() - t
+updates = r["num_grad_updates_lifetime"] - u0
+steps = r["env_runners"]["num_env_steps_sampled_lifetime"] - s0
+print(json.dumps({"seconds": secs, "updates": updates, "env_steps": steps}))
+"#;
+
+/// DreamerV3's speed on CartPole-v1 (issue 17): per model size, the seconds per training
+/// update (B 16 × T 64, horizon 15; acting included: at training ratio 1024 = `B·T` each env
+/// step brings one update) and env steps/s, over `k` updates after the replay filled; RLlib's
+/// beside it when `rllib` is given. Returns the report's section.
+fn dreamer_speed(rllib: Option<&Path>) -> Result<String, String> {
+    let r = root();
+    let out_root = r.join("target/bench");
+    let mut md = String::from(
+        "\n## DreamerV3: seconds per update (CartPole-v1, B 16 × T 64, H 15, training ratio 1024)\n\n| model size | updates timed | s / update | env steps/s | RLlib s / update | RLlib env steps/s | speed-up |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (size, k) in [("nano", 40u64), ("micro", 20), ("XS", 8)] {
+        let dir = out_root.join(format!("dreamerv3-{size}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let yaml = format!(
+            "algorithm: dreamerv3\nenv_id: CartPole-v1\ntotal_timesteps: {}\nn_envs: 1\nseed: 0\neval_freq: 0\nalgo_kwargs: {{model_size: {size}, training_ratio: 1024, batch_size_B: 16, batch_length_T: 64, horizon_H: 15}}\n",
+            1024 + k
+        );
+        let cfg = out_root.join(format!("dreamerv3-{size}.yaml"));
+        std::fs::write(&cfg, yaml).map_err(|e| e.to_string())?;
+        sh(Command::new(r.join("target/release/rl"))
+            .args(["train", "--quiet", "--out"])
+            .arg(&dir)
+            .arg(&cfg)
+            .current_dir(&r))?;
+        // The iterations that updated: their acting and update time.
+        let (mut updates, mut secs) = (0.0, 0.0);
+        let mut per_step: std::collections::BTreeMap<u64, [f64; 3]> = Default::default();
+        let csv = std::fs::read_to_string(dir.join("progress.csv")).map_err(|e| e.to_string())?;
+        for l in csv.lines().skip(1) {
+            let mut it = l.split(',');
+            let (Some(step), Some(m), Some(v)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let (Ok(step), Ok(v)) = (step.parse::<u64>(), v.parse::<f64>()) else {
+                continue;
+            };
+            let slot = match m {
+                "charts/updates" => 0,
+                "time/rollout_seconds" => 1,
+                "time/update_seconds" => 2,
+                _ => continue,
+            };
+            per_step.entry(step).or_default()[slot] = v;
+        }
+        for [u, ro, up] in per_step.values() {
+            if *u > 0.0 {
+                updates += u;
+                secs += ro + up;
+            }
+        }
+        let spu = secs / updates.max(1.0);
+        md += &format!("| {size} | {updates:.0} | {spu:.3} | {:.2} |", 1.0 / spu);
+        if let Some(py) = rllib {
+            let o = sh(Command::new(py)
+                .arg("-c")
+                .arg(RLLIB_DREAMER_SCRIPT)
+                .arg(size)
+                .arg(k.to_string())
+                .env("OMP_NUM_THREADS", "1"))?;
+            let p: Value = serde_json::from_str(
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or("{}"),
+            )
+            .map_err(|e| e.to_string())?;
+            let (ps, pu, pe) = (
+                p["seconds"].as_f64().unwrap_or(f64::NAN),
+                p["updates"].as_f64().unwrap_or(f64::NAN),
+                p["env_steps"].as_f64().unwrap_or(f64::NAN),
+            );
+            let pspu = ps / pu;
+            md += &format!(" {pspu:.3} | {:.2} | {:.2}× |", pe / ps, pspu / spu);
+        } else {
+            md += " – | – | – |";
+        }
+        md += "\n";
+        println!("dreamerv3 {size}: {spu:.3} s/update");
+    }
+    Ok(md)
 }
 
 /// `peers`: the peer libraries to run beside (empty: none).
@@ -596,6 +710,9 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
             println!("{}", row);
             rows.push(row);
         }
+    }
+    if only.is_none_or(|o| "DreamerV3".contains(o)) {
+        md += &dreamer_speed(rllib.as_deref())?;
     }
     std::fs::write(out_root.join("report.md"), &md).map_err(|e| e.to_string())?;
     std::fs::write(

@@ -31,6 +31,17 @@ pub struct QPolicyKwargs {
     #[default(Activation::Relu)]
     #[serde(alias = "fcnet_activation")]
     pub activation_fn: Activation,
+    /// Scale of the output layers' initial weights and biases (torch's default init times
+    /// this; 1 is SB3's). 0 starts every action's value equal (exactly 0 without C51), so
+    /// an untried action carries no accidental optimism from its random initial value: with
+    /// no reward yet the greedy policy has no preference, and only ε explores.
+    #[default(1.0)]
+    #[serde(skip_serializing_if = "is_one")]
+    pub q_head_gain: f64,
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 /// DQN hyperparameters (`algo_kwargs` of a run config).
@@ -181,6 +192,10 @@ impl AlgoConfig for DqnConfig {
         }
         if self.noisy && !(self.sigma0 > 0.0) {
             return err("sigma0", "must be positive");
+        }
+        let g = self.policy_kwargs.q_head_gain;
+        if !(g.is_finite() && g >= 0.0) {
+            return err("policy_kwargs.q_head_gain", "must be a finite number >= 0");
         }
         if self.hiddens.contains(&0) || self.policy_kwargs.net_arch.contains(&0) {
             return err("hiddens", "layer widths must be at least 1");

@@ -407,6 +407,7 @@ fn q_network(cfg: &DqnConfig, (obs_space, act_space): (&Space, &Space)) -> QNetw
         dueling: cfg.dueling,
         atoms: cfg.num_atoms,
         noisy_sigma0: cfg.noisy.then_some(cfg.sigma0),
+        head_gain: cfg.policy_kwargs.q_head_gain,
     }
 }
 

@@ -71,6 +71,12 @@ impl NoisyLinear {
         }
     }
 
+    /// Multiplies the mean weights and biases by `gain` (the noise scales stay).
+    pub fn scale_means(&mut self, gain: f64) {
+        self.weight = Param::from_tensor(self.weight.val().mul_scalar(gain));
+        self.bias = Param::from_tensor(self.bias.val().mul_scalar(gain));
+    }
+
     /// Whether the layer has noise parameters.
     pub fn is_noisy(&self) -> bool {
         self.sigma_weight.is_some()
@@ -151,6 +157,8 @@ pub struct QNetworkConfig {
     pub atoms: usize,
     /// σ₀ of noisy head layers, when noisy.
     pub noisy_sigma0: Option<f64>,
+    /// Scale of the output layers' initial weights and biases (0: every value starts equal).
+    pub head_gain: f64,
 }
 
 impl QNetworkConfig {
@@ -168,6 +176,11 @@ impl QNetworkConfig {
             for &h in self.hiddens.iter().chain(std::iter::once(&out)) {
                 layers.push(NoisyLinear::new(k, h, self.noisy_sigma0, rng, device));
                 k = h;
+            }
+            if let Some(last) = layers.last_mut()
+                && self.head_gain != 1.0
+            {
+                last.scale_means(self.head_gain);
             }
             layers
         };

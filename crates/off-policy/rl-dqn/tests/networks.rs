@@ -16,6 +16,7 @@ fn net(noisy: bool, dueling: bool, atoms: usize) -> QNetwork {
         dueling,
         atoms,
         noisy_sigma0: noisy.then_some(0.5),
+        head_gain: 1.0,
     }
     .init(&mut Rng::seed_from(0), &Device::flex())
 }
@@ -84,4 +85,45 @@ fn dueling_and_c51_heads_have_the_right_shapes() {
         qv.iter().all(|&v| (0.0..=10.0).contains(&v)),
         "expectations lie in the support: {qv:?}"
     );
+}
+
+#[test]
+fn a_zero_head_gain_starts_every_action_value_equal() {
+    let dev = Device::flex();
+    for (dueling, atoms) in [(false, 1), (true, 1), (true, 11)] {
+        let q = QNetworkConfig {
+            d_input: 3,
+            n_actions: 4,
+            net_arch: vec![8],
+            hiddens: vec![6],
+            activation: Activation::Relu,
+            dueling,
+            atoms,
+            noisy_sigma0: None,
+            head_gain: 0.0,
+        }
+        .init(&mut Rng::seed_from(0), &dev);
+        let out = host(q.forward(tensor2(rows(3), 3, 3, &dev), None));
+        // Q-values (or C51 logits) of 0: no action is preferred before any reward.
+        assert!(out.iter().all(|v| *v == 0.0), "{dueling} {atoms}: {out:?}");
+    }
+    // The other layers are drawn as with gain 1 (the generator's stream is the same).
+    let (a, b) = (net(false, true, 1), {
+        let mut c = QNetworkConfig {
+            d_input: 3,
+            n_actions: 4,
+            net_arch: vec![8],
+            hiddens: vec![6],
+            activation: Activation::Relu,
+            dueling: true,
+            atoms: 1,
+            noisy_sigma0: None,
+            head_gain: 0.0,
+        };
+        c.head_gain = 0.5;
+        c.init(&mut Rng::seed_from(0), &dev)
+    });
+    assert_eq!(host(a.trunk[0].weight.val()), host(b.trunk[0].weight.val()));
+    let (wa, wb) = (host(a.adv[1].weight.val()), host(b.adv[1].weight.val()));
+    assert!(wa.iter().zip(&wb).all(|(x, y)| (x * 0.5 - y).abs() < 1e-7));
 }
