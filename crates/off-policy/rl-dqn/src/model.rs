@@ -73,8 +73,9 @@ impl NoisyLinear {
 
     /// Multiplies the mean weights and biases by `gain` (the noise scales stay).
     pub fn scale_means(&mut self, gain: f64) {
-        self.weight = Param::from_tensor(self.weight.val().mul_scalar(gain));
-        self.bias = Param::from_tensor(self.bias.val().mul_scalar(gain));
+        // Detached: a parameter must be a leaf of the autodiff graph.
+        self.weight = Param::from_tensor(self.weight.val().mul_scalar(gain).detach());
+        self.bias = Param::from_tensor(self.bias.val().mul_scalar(gain).detach());
     }
 
     /// Whether the layer has noise parameters.

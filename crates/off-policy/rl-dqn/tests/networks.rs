@@ -89,7 +89,8 @@ fn dueling_and_c51_heads_have_the_right_shapes() {
 
 #[test]
 fn a_zero_head_gain_starts_every_action_value_equal() {
-    let dev = Device::flex();
+    // An autodiff device, as the learner's: the scaled layers must stay trainable leaves.
+    let dev = Device::flex().autodiff();
     for (dueling, atoms) in [(false, 1), (true, 1), (true, 11)] {
         let q = QNetworkConfig {
             d_input: 3,
@@ -103,9 +104,12 @@ fn a_zero_head_gain_starts_every_action_value_equal() {
             head_gain: 0.0,
         }
         .init(&mut Rng::seed_from(0), &dev);
-        let out = host(q.forward(tensor2(rows(3), 3, 3, &dev), None));
+        let y = q.forward(tensor2(rows(3), 3, 3, &dev), None);
+        let out = host(y.clone());
         // Q-values (or C51 logits) of 0: no action is preferred before any reward.
         assert!(out.iter().all(|v| *v == 0.0), "{dueling} {atoms}: {out:?}");
+        let grads = y.sum().backward();
+        assert!(q.adv.last().unwrap().weight.grad(&grads).is_some());
     }
     // The other layers are drawn as with gain 1 (the generator's stream is the same).
     let (a, b) = (net(false, true, 1), {
