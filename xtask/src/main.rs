@@ -35,6 +35,13 @@ fn sh(cmd: &mut Command) -> Result<std::process::Output, String> {
     Ok(out)
 }
 
+/// The JSON object on the last line a command printed (the `rl train` summary, a peer
+/// script's result).
+fn last_json(o: &std::process::Output) -> Result<Value, String> {
+    let text = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or("{}")).map_err(|e| e.to_string())
+}
+
 fn git_commit() -> String {
     Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -476,13 +483,7 @@ fn run_peer(c: &Case, seed: u64, py: &Path, steps: f64) -> Result<(f64, f64), St
         cmd.arg(format!("{steps:.0}"));
     }
     let o = sh(cmd.env("OMP_NUM_THREADS", "1"))?;
-    let p: Value = serde_json::from_str(
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .last()
-            .unwrap_or("{}"),
-    )
-    .map_err(|e| e.to_string())?;
+    let p: Value = last_json(&o)?;
     Ok((
         p["train_seconds"].as_f64().unwrap_or(f64::NAN),
         p["eval_mean_return"].as_f64().unwrap_or(f64::NAN),
@@ -578,13 +579,7 @@ fn dreamer_speed(rllib: Option<&Path>) -> Result<String, String> {
                 .arg(size)
                 .arg(k.to_string())
                 .env("OMP_NUM_THREADS", "1"))?;
-            let p: Value = serde_json::from_str(
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .last()
-                    .unwrap_or("{}"),
-            )
-            .map_err(|e| e.to_string())?;
+            let p: Value = last_json(&o)?;
             let (ps, pu, pe) = (
                 p["seconds"].as_f64().unwrap_or(f64::NAN),
                 p["updates"].as_f64().unwrap_or(f64::NAN),
@@ -661,13 +656,7 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
             let t = std::time::Instant::now();
             let out = sh(&mut cmd)?;
             let wall = t.elapsed().as_secs_f64();
-            let s: Value = serde_json::from_str(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap_or("{}"),
-            )
-            .map_err(|e| e.to_string())?;
+            let s: Value = last_json(&out)?;
             let steps = s["total_timesteps"].as_f64().unwrap_or(0.0);
             let (ro, up) = (
                 csv_sum(&dir, "time/rollout_seconds"),

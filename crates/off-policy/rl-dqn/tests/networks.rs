@@ -6,7 +6,7 @@ use rl_core::burn::tensor::Device;
 use rl_core::nn::Activation;
 use rl_dqn::{QNetwork, QNetworkConfig};
 
-fn net(noisy: bool, dueling: bool, atoms: usize) -> QNetwork {
+fn config(noisy: bool, dueling: bool, atoms: usize) -> QNetworkConfig {
     QNetworkConfig {
         d_input: 3,
         n_actions: 4,
@@ -18,7 +18,10 @@ fn net(noisy: bool, dueling: bool, atoms: usize) -> QNetwork {
         noisy_sigma0: noisy.then_some(0.5),
         head_gain: 1.0,
     }
-    .init(&mut Rng::seed_from(0), &Device::flex())
+}
+
+fn net(noisy: bool, dueling: bool, atoms: usize) -> QNetwork {
+    config(noisy, dueling, atoms).init(&mut Rng::seed_from(0), &Device::flex())
 }
 
 fn rows(n: usize) -> Vec<f32> {
@@ -93,15 +96,8 @@ fn a_zero_head_gain_starts_every_action_value_equal() {
     let dev = Device::flex().autodiff();
     for (dueling, atoms) in [(false, 1), (true, 1), (true, 11)] {
         let q = QNetworkConfig {
-            d_input: 3,
-            n_actions: 4,
-            net_arch: vec![8],
-            hiddens: vec![6],
-            activation: Activation::Relu,
-            dueling,
-            atoms,
-            noisy_sigma0: None,
             head_gain: 0.0,
+            ..config(false, dueling, atoms)
         }
         .init(&mut Rng::seed_from(0), &dev);
         let y = q.forward(tensor2(rows(3), 3, 3, &dev), None);
@@ -112,21 +108,11 @@ fn a_zero_head_gain_starts_every_action_value_equal() {
         assert!(q.adv.last().unwrap().weight.grad(&grads).is_some());
     }
     // The other layers are drawn as with gain 1 (the generator's stream is the same).
-    let (a, b) = (net(false, true, 1), {
-        let mut c = QNetworkConfig {
-            d_input: 3,
-            n_actions: 4,
-            net_arch: vec![8],
-            hiddens: vec![6],
-            activation: Activation::Relu,
-            dueling: true,
-            atoms: 1,
-            noisy_sigma0: None,
-            head_gain: 0.0,
-        };
-        c.head_gain = 0.5;
-        c.init(&mut Rng::seed_from(0), &dev)
-    });
+    let half = QNetworkConfig {
+        head_gain: 0.5,
+        ..config(false, true, 1)
+    };
+    let (a, b) = (net(false, true, 1), half.init(&mut Rng::seed_from(0), &dev));
     assert_eq!(host(a.trunk[0].weight.val()), host(b.trunk[0].weight.val()));
     let (wa, wb) = (host(a.adv[1].weight.val()), host(b.adv[1].weight.val()));
     assert!(wa.iter().zip(&wb).all(|(x, y)| (x * 0.5 - y).abs() < 1e-7));
