@@ -1,5 +1,6 @@
 //! Learning tests (release mode). CI runs the 4×4 seed-0 test (issue 17's bar); the other
-//! seeds and the 2×2 map are `#[ignore]`d and run by `cargo xtask learn`.
+//! seeds, the 2×2 map, the pixel lake and CartPole are `#[ignore]`d and run by
+//! `cargo xtask learn`.
 
 use rl_core::burn::tensor::Device;
 use rl_dreamerv3::DreamerV3;
@@ -33,6 +34,12 @@ fn frozenlake2x2(seed: u64) {
 fn frozenlake4x4(seed: u64) {
     let name = "dreamerv3_frozenlake4x4.yaml";
     within(name, seed, 250, 0.9, "DreamerV3 FrozenLake-v1 4x4");
+}
+
+/// CartPole-v1, micro model at training ratio 128 (issue 17: 400 within 100k).
+fn cartpole(seed: u64) {
+    let name = "dreamerv3_cartpole.yaml";
+    within(name, seed, 5000, 400.0, "DreamerV3 CartPole-v1");
 }
 
 /// The pixel env: the 4×4 lake seen as a 64×64 picture (the CNN path). A uniformly random
@@ -81,4 +88,22 @@ fn dreamerv3_frozenlake4x4_seed2_within_5k() {
 #[ignore]
 fn dreamerv3_pixel_frozenlake4x4_seed0_within_10k() {
     pixel_frozenlake4x4(0);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_cartpole_seed0_within_100k() {
+    cartpole(0);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_cartpole_seed1_within_100k() {
+    cartpole(1);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_cartpole_seed2_within_100k() {
+    cartpole(2);
 }
