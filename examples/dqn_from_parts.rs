@@ -56,6 +56,7 @@ fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Err
         dueling: false,
         atoms: 1,
         noisy_sigma0: None,
+        head_gain: 1.0,
     };
     let mut q = net.init(&mut Rng::for_stream(seed, "init"), &device);
     let mut target = q.valid();
