@@ -35,6 +35,18 @@ impl SymlogObs {
     }
 }
 
+/// How the actor's gradient reaches Box actions (discrete actions always use REINFORCE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContinuousActorGradient {
+    /// Backpropagation of the λ-returns through the world model's imagined dynamics
+    /// (reparameterized actions): the DreamerV3 paper's (2023) choice and RLlib's.
+    Dynamics,
+    /// REINFORCE with the scaled advantages, as for discrete actions (the newer DreamerV3
+    /// code's choice).
+    Reinforce,
+}
+
 /// RLlib's `replay_buffer_config` (only the capacity matters here, as in RLlib).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
@@ -90,6 +102,11 @@ pub struct DreamerV3Config {
     /// Train the actor.
     #[default(true)]
     pub train_actor: bool,
+    /// The actor's gradient for Box actions: `dynamics` (backpropagation through the
+    /// imagined trajectory, RLlib's) or `reinforce`. Not an RLlib key: RLlib always
+    /// backpropagates for Box actions.
+    #[default(ContinuousActorGradient::Dynamics)]
+    pub continuous_actor_gradient: ContinuousActorGradient,
     /// World model Adam learning rate.
     #[default(1e-4)]
     pub world_model_lr: f64,

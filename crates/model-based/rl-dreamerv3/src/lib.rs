@@ -18,7 +18,7 @@ pub mod loss;
 pub mod model;
 
 pub use agent::DreamerV3;
-pub use config::DreamerV3Config;
+pub use config::{ContinuousActorGradient, DreamerV3Config};
 pub use model::{Actor, Critic, WorldModel};
 
 use model::tensor2;
@@ -215,20 +215,10 @@ impl DreamerV3Learner {
         Ok((m, states))
     }
 
-    /// Imagines `horizon_H` steps from each of `start`'s states with the actor (actions drawn
-    /// from its policy), then one critic step (λ-returns and the slow critic as targets) and,
-    /// if `train_actor`, one actor step (REINFORCE with the scaled advantages and the entropy
-    /// bonus). `terminated` marks start states that end an episode (nothing follows them).
-    pub fn train_behavior(
-        &mut self,
-        start: RssmState,
-        terminated: &[f32],
-        progress: &Progress,
-    ) -> Result<Metrics, RlError> {
-        let dev = self.device.clone();
+    /// The imagined trajectory for REINFORCE (either action kind): no gradient flows through
+    /// it, so it runs on inference copies of the networks, without autodiff.
+    fn imagine(&mut self, start: RssmState) -> Imagined {
         let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
-        // The imagined trajectory: no gradient flows through it (REINFORCE for either action
-        // kind), so it runs on inference copies of the networks, without autodiff.
         let (wm, actor, critic) = (
             self.world_model.valid(),
             self.actor.valid(),
@@ -254,20 +244,118 @@ impl DreamerV3Learner {
         let rewards = self
             .two_hot
             .decode_host(&host(wm.reward.forward(feats.clone())));
-        let mut cont = host(sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1)));
+        let cont = host(sigmoid(wm.cont.forward(feats.clone()).squeeze_dim::<1>(1)));
         let values = self
             .two_hot
             .decode_host(&host(critic.logits(feats.clone())));
-        // The actor and critic train on these states (no gradient into the world model).
-        let feats = Tensor::from_inner(feats);
+        Imagined {
+            feats: Tensor::from_inner(feats),
+            actions,
+            rewards,
+            cont,
+            values,
+            reward_t: None,
+            value_t: None,
+        }
+    }
+
+    /// The imagined trajectory for dynamics backpropagation (Box actions): reparameterized
+    /// actions `μ + σ·ε` (ε from the learner's generator), the world model and the critic on
+    /// the autodiff device, so the predicted rewards and values carry the gradient back
+    /// through the imagined states to every action. Only the actor's parameters take a step
+    /// from it; the continue predictions enter as constants.
+    fn imagine_differentiable(&mut self, start: RssmState) -> Imagined {
+        let dev = self.device.clone();
+        let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
+        let mut states = vec![start];
+        let mut actions = Vec::with_capacity(h * n);
+        for t in 0..h {
+            let (mean, std) = self.actor.normal(states[t].features());
+            let k = mean.dims()[1];
+            let eps: Vec<f32> = (0..n * k).map(|_| self.rng.normal() as f32).collect();
+            let a = mean + std * tensor2(&eps, n, k, &dev);
+            actions.extend(host(a.clone().detach()));
+            let next = self
+                .world_model
+                .rssm
+                .imagine(states[t].clone(), a, &mut self.rng);
+            states.push(next);
+        }
+        let feats = Tensor::cat(states.iter().map(|s| s.features()).collect(), 0);
+        let reward = self
+            .two_hot
+            .decode(self.world_model.reward.forward(feats.clone()));
+        let value = self.two_hot.decode(self.critic.logits(feats.clone()));
+        let cont = host(sigmoid(
+            self.world_model
+                .cont
+                .forward(feats.clone().detach())
+                .squeeze_dim::<1>(1),
+        ));
+        Imagined {
+            feats: feats.detach(),
+            actions,
+            rewards: host(reward.clone().detach()),
+            cont,
+            values: host(value.clone().detach()),
+            reward_t: Some(reward.reshape([h + 1, n])),
+            value_t: Some(value.reshape([h + 1, n])),
+        }
+    }
+
+    /// Imagines `horizon_H` steps from each of `start`'s states with the actor (actions drawn
+    /// from its policy), then one critic step (λ-returns and the slow critic as targets) and,
+    /// if `train_actor`, one actor step (REINFORCE with the scaled advantages and the entropy
+    /// bonus). `terminated` marks start states that end an episode (nothing follows them).
+    pub fn train_behavior(
+        &mut self,
+        start: RssmState,
+        terminated: &[f32],
+        progress: &Progress,
+    ) -> Result<Metrics, RlError> {
+        let dev = self.device.clone();
+        let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
+        let (g, l) = (self.cfg.gamma, self.cfg.gae_lambda);
+        let dynamics = self.cfg.train_actor
+            && self.actor.is_continuous()
+            && self.cfg.continuous_actor_gradient == ContinuousActorGradient::Dynamics;
+        let imagined = if dynamics {
+            self.imagine_differentiable(start.detach())
+        } else {
+            self.imagine(start)
+        };
+        let Imagined {
+            feats,
+            actions,
+            rewards,
+            mut cont,
+            values,
+            reward_t,
+            value_t,
+        } = imagined;
         // The start state's continue flag is the replayed one.
         for (c, d) in cont.iter_mut().zip(terminated) {
             *c = 1.0 - d;
         }
         let as_tensor = |v: &[f32]| tensor2(v, h + 1, n, &dev);
-        let (g, l) = (self.cfg.gamma, self.cfg.gae_lambda);
-        let (r, c, v) = (as_tensor(&rewards), as_tensor(&cont), as_tensor(&values));
-        let returns = host(lambda_returns(r, c, v, g, l));
+        let c = as_tensor(&cont);
+        // With dynamics backpropagation the λ-returns keep their gradient (through the
+        // predicted rewards and values into the imagined states and actions); the critic's
+        // targets and the statistics are their values.
+        let returns_t = match (reward_t, value_t) {
+            (Some(r), Some(v)) => Some(lambda_returns(r, c, v, g, l)),
+            _ => None,
+        };
+        let returns = match &returns_t {
+            Some(rt) => host(rt.clone().detach()),
+            None => host(lambda_returns(
+                as_tensor(&rewards),
+                as_tensor(&cont),
+                as_tensor(&values),
+                g,
+                l,
+            )),
+        };
         // Reach weights: w_0 = c_0, w_t = w_{t−1}·γ·c_t.
         let mut weight = cont[..n].to_vec();
         for t in 1..h {
@@ -318,13 +406,20 @@ impl DreamerV3Learner {
                 (log_prob, diag_gaussian_entropy(log_std))
             }
         };
-        let adv: Vec<f32> = (0..rows)
-            .map(|i| (returns[i] - values[i]) / scale as f32)
-            .collect();
         let mean_entropy = host(entropy.clone().mean().inner())[0] as f64;
         let eta = self.cfg.entropy_scale;
-        let actor_total =
-            loss::actor_loss(log_prob, tensor1(adv, &dev), entropy, eta, weight).mean();
+        let actor_total = match returns_t {
+            Some(rt) => {
+                let scaled = rt.reshape([rows]).div_scalar(scale);
+                loss::actor_loss_dynamics(scaled, entropy, eta, weight).mean()
+            }
+            None => {
+                let adv: Vec<f32> = (0..rows)
+                    .map(|i| (returns[i] - values[i]) / scale as f32)
+                    .collect();
+                loss::actor_loss(log_prob, tensor1(adv, &dev), entropy, eta, weight).mean()
+            }
+        };
         let actor_loss = host(actor_total.clone().inner())[0] as f64;
         rl_core::algorithm::check_losses(
             progress.num_timesteps,
@@ -472,6 +567,19 @@ pub enum Pick {
     Sample,
     /// The policy's mode (deterministic `predict`).
     Mode,
+}
+
+/// An imagined trajectory, time-major `[(H + 1)·N]` rows: the model states (no gradient),
+/// the actions taken from rows `0..H`, and the world model's and critic's predictions; for
+/// dynamics backpropagation also the rewards and values `[H + 1, N]` with their gradient.
+struct Imagined {
+    feats: Tensor<2>,
+    actions: Vec<f32>,
+    rewards: Vec<f32>,
+    cont: Vec<f32>,
+    values: Vec<f32>,
+    reward_t: Option<Tensor<2>>,
+    value_t: Option<Tensor<2>>,
 }
 
 /// Actions for each row of `features` on the host, drawn with `rng`: one-hot rows for

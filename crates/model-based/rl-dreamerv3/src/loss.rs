@@ -68,6 +68,18 @@ pub fn actor_loss(
     -(advantage.detach() * log_prob + entropy.mul_scalar(entropy_scale)) * weight
 }
 
+/// The actor's loss per imagined state for Box actions by dynamics backpropagation:
+/// `−(R_λ / max(1, S) + η·H(π(·|s)))`, weighted by the state's reach weight; the λ-return
+/// keeps its gradient through the world model to the actions.
+pub fn actor_loss_dynamics(
+    scaled_return: Tensor<1>,
+    entropy: Tensor<1>,
+    entropy_scale: f64,
+    weight: Tensor<1>,
+) -> Tensor<1> {
+    -(scaled_return + entropy.mul_scalar(entropy_scale)) * weight
+}
+
 #[cfg(all(test, feature = "flex"))]
 mod tests {
     use super::*;
@@ -132,5 +144,19 @@ mod tests {
             adv.grad(&g)
                 .is_none_or(|t| host(t).iter().all(|x| *x == 0.0))
         );
+        // Dynamics backpropagation: −(R/S + η·H)·w; the gradient reaches the scaled return
+        // as −w (the return itself is the differentiated quantity).
+        let ret = tensor1(vec![2.0, -1.0], &dev).require_grad();
+        let l = actor_loss_dynamics(
+            ret.clone(),
+            tensor1(vec![0.6, 0.2], &dev),
+            0.1,
+            tensor1(vec![1.0, 0.5], &dev),
+        );
+        let v = host(l.clone());
+        assert!((v[0] - -(2.0 + 0.06)).abs() < 1e-6, "{v:?}");
+        assert!((v[1] - -(-1.0 + 0.02) * 0.5).abs() < 1e-6, "{v:?}");
+        let g = l.sum().backward();
+        assert_eq!(host(ret.grad(&g).unwrap()), vec![-1.0, -0.5]);
     }
 }
