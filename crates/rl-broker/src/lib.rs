@@ -1,0 +1,650 @@
+//! Scale-out over NATS JetStream (issue 19): what runner and learner processes exchange
+//! through a broker, so that runners on other machines join a run by pointing at the same
+//! server.
+//!
+//! - [`BatchQueue`]: sample batches on a JetStream work-queue stream with explicit acks. A
+//!   batch stays in the stream until the learner acks it (after using it, or deliberately
+//!   dropping it), so batches sent to a learner that dies are redelivered to its successor.
+//!   Each batch carries its runner id and that runner's sequence number ([`BatchMeta`]);
+//!   [`UsedBatches`] (kept in the learner's checkpoint) makes a redelivered batch count once.
+//!   The stream holds at most `capacity` batches: a sender waits while it is full.
+//! - [`WeightsBucket`]: the learner's weights in a key-value bucket, tagged with the policy
+//!   version; weights larger than a NATS message go through the object store.
+//! - Every subject, stream and bucket is namespaced by the run id, so runs share a server.
+//! - [`NatsServer`]: a real `nats-server -js` on 127.0.0.1 with a random port and its own
+//!   store, stopped by its pid (tests, local runs).
+//!
+//! The API is blocking (the rest of rl is synchronous): a [`Broker`] owns a one-thread tokio
+//! runtime that keeps the connection alive (pings, reconnects) between calls.
+
+#![warn(missing_docs)]
+
+mod server;
+
+pub use server::{NATS_SERVER_ENV, NatsServer};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, consumer, kv, object_store, stream};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// What went wrong with the broker, naming the part (connection, stream, bucket, message).
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// The configuration (`field`) is not usable.
+    #[error("broker config `{field}`: {message}")]
+    Config {
+        /// The offending key.
+        field: &'static str,
+        /// What was expected.
+        message: String,
+    },
+    /// Connecting to the server failed.
+    #[error("cannot connect to the NATS server at {url}: {message}")]
+    Connect {
+        /// The server URL (never with credentials).
+        url: String,
+        /// The client's reason.
+        message: String,
+    },
+    /// A JetStream operation failed.
+    #[error("NATS {what}: {message}")]
+    JetStream {
+        /// The operation and the object it acted on.
+        what: String,
+        /// The server's or client's reason.
+        message: String,
+    },
+    /// A message from another process is malformed.
+    #[error("malformed message on {subject}: {message}")]
+    Message {
+        /// Where it came from.
+        subject: String,
+        /// What was expected.
+        message: String,
+    },
+    /// The test server could not be started.
+    #[error("nats-server: {message}")]
+    Server {
+        /// What happened.
+        message: String,
+    },
+    /// The queue was closed while waiting.
+    #[error("the batch queue was closed")]
+    Closed,
+}
+
+fn js_error(what: impl Into<String>, e: impl fmt::Display) -> BrokerError {
+    BrokerError::JetStream {
+        what: what.into(),
+        message: e.to_string(),
+    }
+}
+
+/// Credentials for the server: NATS user and password, or a token. `Debug` never shows the
+/// secret.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum Auth {
+    /// No credentials.
+    #[default]
+    None,
+    /// `user` and `password`.
+    UserPassword {
+        /// The NATS user.
+        user: String,
+        /// Its password.
+        password: String,
+    },
+    /// A token.
+    Token(String),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::UserPassword { user, .. } => write!(f, "UserPassword {{ user: {user:?} }}"),
+            Auth::Token(_) => f.write_str("Token(<hidden>)"),
+        }
+    }
+}
+
+impl Auth {
+    /// From the environment: `RL_NATS_TOKEN`, else `RL_NATS_USER` with `RL_NATS_PASSWORD`,
+    /// else none.
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        match (var("RL_NATS_TOKEN"), var("RL_NATS_USER")) {
+            (Some(t), _) => Auth::Token(t),
+            (None, Some(user)) => Auth::UserPassword {
+                user,
+                password: var("RL_NATS_PASSWORD").unwrap_or_default(),
+            },
+            _ => Auth::None,
+        }
+    }
+}
+
+/// Where the broker is and which run this process belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// `nats://HOST:PORT`.
+    pub url: String,
+    /// The run id: letters, digits, `_` and `-`, at most 64 (it names subjects and streams).
+    pub run_id: String,
+    /// Credentials.
+    pub auth: Auth,
+}
+
+impl BrokerConfig {
+    /// Checks the run id and the URL's scheme.
+    pub fn validate(&self) -> Result<(), BrokerError> {
+        let ok = !self.run_id.is_empty()
+            && self.run_id.len() <= 64
+            && self
+                .run_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            return Err(BrokerError::Config {
+                field: "run_id",
+                message: format!(
+                    "{:?}: expected 1 to 64 letters, digits, '_' or '-'",
+                    self.run_id
+                ),
+            });
+        }
+        if !(self.url.starts_with("nats://") || self.url.starts_with("tls://")) {
+            return Err(BrokerError::Config {
+                field: "broker",
+                message: format!("{:?}: expected nats://HOST:PORT", self.url),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A connection to the server for one run.
+pub struct Broker {
+    rt: tokio::runtime::Runtime,
+    js: jetstream::Context,
+    run: String,
+}
+
+impl fmt::Debug for Broker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Broker").field("run", &self.run).finish()
+    }
+}
+
+impl Broker {
+    /// Connects (reconnecting forever after a lost connection, as a long run needs).
+    pub fn connect(cfg: &BrokerConfig) -> Result<Self, BrokerError> {
+        cfg.validate()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| BrokerError::Connect {
+                url: cfg.url.clone(),
+                message: format!("no async runtime: {e}"),
+            })?;
+        let mut opts = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .max_reconnects(None);
+        opts = match &cfg.auth {
+            Auth::None => opts,
+            Auth::UserPassword { user, password } => {
+                opts.user_and_password(user.clone(), password.clone())
+            }
+            Auth::Token(t) => opts.token(t.clone()),
+        };
+        let client =
+            rt.block_on(opts.connect(cfg.url.as_str()))
+                .map_err(|e| BrokerError::Connect {
+                    url: cfg.url.clone(),
+                    message: e.to_string(),
+                })?;
+        // The context spawns its own task: create it inside the runtime.
+        let js = {
+            let _inside = rt.enter();
+            jetstream::new(client)
+        };
+        Ok(Self {
+            rt,
+            js,
+            run: cfg.run_id.clone(),
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run
+    }
+
+    /// The run's batch queue (created if missing): at most `capacity` batches wait; a batch
+    /// delivered but not acked within `ack_wait` goes to the next receiver.
+    pub fn batch_queue(
+        &self,
+        capacity: usize,
+        ack_wait: Duration,
+    ) -> Result<BatchQueue<'_>, BrokerError> {
+        let name = format!("RL_{}_BATCHES", self.run);
+        let subject = format!("rl.{}.batches", self.run);
+        let cfg = stream::Config {
+            name: name.clone(),
+            subjects: vec![subject.clone()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            storage: stream::StorageType::File,
+            max_messages: capacity.max(1) as i64,
+            discard: stream::DiscardPolicy::New,
+            ..Default::default()
+        };
+        let stream = self
+            .rt
+            .block_on(self.js.get_or_create_stream(cfg))
+            .map_err(|e| js_error(format!("stream {name}"), e))?;
+        let consumer: consumer::PullConsumer = self
+            .rt
+            .block_on(stream.get_or_create_consumer(
+                "learner",
+                consumer::pull::Config {
+                    durable_name: Some("learner".into()),
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait,
+                    ..Default::default()
+                },
+            ))
+            .map_err(|e| js_error(format!("consumer learner on {name}"), e))?;
+        Ok(BatchQueue {
+            broker: self,
+            stream,
+            consumer,
+            subject,
+            capacity: capacity.max(1),
+        })
+    }
+
+    /// The run's weights bucket (created if missing).
+    pub fn weights(&self) -> Result<WeightsBucket<'_>, BrokerError> {
+        let bucket = format!("rl_{}_weights", self.run);
+        let kv = match self.rt.block_on(self.js.get_key_value(&bucket)) {
+            Ok(kv) => kv,
+            Err(_) => self
+                .rt
+                .block_on(self.js.create_key_value(kv::Config {
+                    bucket: bucket.clone(),
+                    history: 1,
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                }))
+                .map_err(|e| js_error(format!("key-value bucket {bucket}"), e))?,
+        };
+        let obj_name = format!("rl_{}_weights_obj", self.run);
+        let objects = match self.rt.block_on(self.js.get_object_store(&obj_name)) {
+            Ok(o) => o,
+            Err(_) => self
+                .rt
+                .block_on(self.js.create_object_store(object_store::Config {
+                    bucket: obj_name.clone(),
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                }))
+                .map_err(|e| js_error(format!("object store {obj_name}"), e))?,
+        };
+        Ok(WeightsBucket {
+            broker: self,
+            kv,
+            objects,
+            bucket,
+        })
+    }
+}
+
+/// Where a batch comes from: the runner, its sequence number (0, 1, … per runner) and the
+/// policy version it acted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchMeta {
+    /// The runner's id.
+    pub runner: u32,
+    /// The runner's batch counter.
+    pub seq: u64,
+    /// The policy version the runner acted with.
+    pub version: u64,
+}
+
+const H_RUNNER: &str = "Rl-Runner";
+const H_SEQ: &str = "Rl-Seq";
+const H_VERSION: &str = "Rl-Version";
+
+/// A batch taken from the queue; [`BatchQueue::ack`] it once used (or dropped on purpose).
+#[derive(Debug)]
+pub struct Delivery {
+    /// Its origin.
+    pub meta: BatchMeta,
+    /// The encoded batch.
+    pub payload: Bytes,
+    /// How many times the server has delivered it (1 the first time).
+    pub delivered: i64,
+    msg: jetstream::Message,
+}
+
+/// The run's sample batches: a JetStream work queue with explicit acks.
+pub struct BatchQueue<'a> {
+    broker: &'a Broker,
+    stream: stream::Stream,
+    consumer: consumer::PullConsumer,
+    subject: String,
+    capacity: usize,
+}
+
+impl fmt::Debug for BatchQueue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchQueue")
+            .field("subject", &self.subject)
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl BatchQueue<'_> {
+    /// Sends a batch once the server has stored it; while the queue holds `capacity`
+    /// batches, waits (up to `timeout`) for the learner to take one.
+    pub fn send(
+        &self,
+        meta: BatchMeta,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<(), BrokerError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(H_RUNNER, meta.runner.to_string().as_str());
+        headers.insert(H_SEQ, meta.seq.to_string().as_str());
+        headers.insert(H_VERSION, meta.version.to_string().as_str());
+        let deadline = Instant::now() + timeout;
+        let rt = &self.broker.rt;
+        loop {
+            let sent = rt.block_on(async {
+                self.broker
+                    .js
+                    .publish_with_headers(self.subject.clone(), headers.clone(), payload.clone())
+                    .await?
+                    .await
+            });
+            let err = match sent {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            // A full stream (discard-new) refuses the message: wait for room, then retry.
+            if self.len()? < self.capacity {
+                return Err(js_error(format!("publish to {}", self.subject), err));
+            }
+            if Instant::now() > deadline {
+                return Err(js_error(
+                    format!("publish to {}", self.subject),
+                    format!(
+                        "the queue stayed full ({} batches) for {timeout:?}",
+                        self.capacity
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The oldest batch not yet acked or being worked on, waiting up to `timeout`.
+    pub fn recv(&self, timeout: Duration) -> Result<Option<Delivery>, BrokerError> {
+        let what = || format!("fetch from {}", self.subject);
+        let rt = &self.broker.rt;
+        let msg = rt.block_on(async {
+            let mut batch = self
+                .consumer
+                .batch()
+                .max_messages(1)
+                .expires(timeout.max(Duration::from_millis(10)))
+                .messages()
+                .await
+                .map_err(|e| js_error(what(), e))?;
+            batch
+                .next()
+                .await
+                .transpose()
+                .map_err(|e| js_error(what(), e))
+        })?;
+        let Some(msg) = msg else { return Ok(None) };
+        let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+        let meta = parse_meta(&msg).map_err(|message| BrokerError::Message {
+            subject: self.subject.clone(),
+            message,
+        })?;
+        let payload = msg.payload.clone();
+        Ok(Some(Delivery {
+            meta,
+            payload,
+            delivered,
+            msg,
+        }))
+    }
+
+    /// Acks a delivery: the server removes the batch (waits for the server's confirmation).
+    pub fn ack(&self, d: &Delivery) -> Result<(), BrokerError> {
+        self.broker
+            .rt
+            .block_on(d.msg.double_ack())
+            .map_err(|e| js_error(format!("ack on {}", self.subject), e))
+    }
+
+    /// Batches in the stream (waiting or delivered but not yet acked).
+    pub fn len(&self) -> Result<usize, BrokerError> {
+        let mut s = self.stream.clone();
+        let info = self
+            .broker
+            .rt
+            .block_on(s.info())
+            .map_err(|e| js_error(format!("stream info of {}", self.subject), e))?;
+        Ok(info.state.messages as usize)
+    }
+
+    /// Whether the stream holds no batch.
+    pub fn is_empty(&self) -> Result<bool, BrokerError> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// A malformed or missing header is the sender's fault: say which.
+fn parse_meta(msg: &jetstream::Message) -> Result<BatchMeta, String> {
+    let headers = msg
+        .headers
+        .as_ref()
+        .ok_or_else(|| format!("no headers (expected {H_RUNNER}, {H_SEQ}, {H_VERSION})"))?;
+    fn field<T: std::str::FromStr>(h: &HeaderMap, key: &str) -> Result<T, String> {
+        let v = h
+            .get(key)
+            .ok_or_else(|| format!("header {key} missing"))?
+            .as_str();
+        v.parse()
+            .map_err(|_| format!("header {key}: {v:?} is not a non-negative integer"))
+    }
+    Ok(BatchMeta {
+        runner: field(headers, H_RUNNER)?,
+        seq: field(headers, H_SEQ)?,
+        version: field(headers, H_VERSION)?,
+    })
+}
+
+/// The (runner, sequence) pairs a learner has used, so that a batch redelivered after a
+/// learner restart counts once. Per runner: every sequence below a watermark, plus the used
+/// ones above it (batches arrive roughly in order, so the set stays small). Saved in the
+/// learner's checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsedBatches {
+    runners: BTreeMap<u32, (u64, BTreeSet<u64>)>,
+}
+
+impl UsedBatches {
+    /// Records `meta` as used; false if it was used before (a redelivery: ack and skip it).
+    pub fn first_use(&mut self, meta: &BatchMeta) -> bool {
+        let (below, above) = self.runners.entry(meta.runner).or_default();
+        if meta.seq < *below || !above.insert(meta.seq) {
+            return false;
+        }
+        while above.remove(below) {
+            *below += 1;
+        }
+        true
+    }
+
+    /// Whether `meta` was used.
+    pub fn contains(&self, meta: &BatchMeta) -> bool {
+        self.runners
+            .get(&meta.runner)
+            .is_some_and(|(below, above)| meta.seq < *below || above.contains(&meta.seq))
+    }
+}
+
+/// Weights up to this size travel inline in the key-value bucket (NATS's default message
+/// limit is 1 MiB); larger ones through the object store.
+pub const INLINE_WEIGHTS_LIMIT: usize = 512 * 1024;
+
+/// The run's weights: key `latest` holds the policy version and the weights (or the name of
+/// the object holding them).
+pub struct WeightsBucket<'a> {
+    broker: &'a Broker,
+    kv: kv::Store,
+    objects: object_store::ObjectStore,
+    bucket: String,
+}
+
+impl fmt::Debug for WeightsBucket<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeightsBucket")
+            .field("bucket", &self.bucket)
+            .finish()
+    }
+}
+
+const INLINE: u8 = 0;
+const OBJECT: u8 = 1;
+
+impl WeightsBucket<'_> {
+    /// Publishes `weights` as policy `version`.
+    pub fn put(&self, version: u64, weights: &[u8]) -> Result<(), BrokerError> {
+        let rt = &self.broker.rt;
+        let mut value = version.to_le_bytes().to_vec();
+        if weights.len() <= INLINE_WEIGHTS_LIMIT {
+            value.push(INLINE);
+            value.extend_from_slice(weights);
+        } else {
+            // Two objects alternate, so a reader never sees the one being written replace the
+            // one it was pointed at; the object repeats the version, which the reader checks.
+            let name = format!("w{}", version % 2);
+            let mut body = version.to_le_bytes().to_vec();
+            body.extend_from_slice(weights);
+            rt.block_on(self.objects.put(name.as_str(), &mut body.as_slice()))
+                .map_err(|e| js_error(format!("object {name} in {}", self.bucket), e))?;
+            value.push(OBJECT);
+            value.extend_from_slice(name.as_bytes());
+        }
+        rt.block_on(self.kv.put("latest", value.into()))
+            .map_err(|e| js_error(format!("put latest in {}", self.bucket), e))?;
+        Ok(())
+    }
+
+    /// The latest weights and their version, if any were published.
+    pub fn latest(&self) -> Result<Option<(u64, Vec<u8>)>, BrokerError> {
+        let rt = &self.broker.rt;
+        let bad = |message: String| BrokerError::Message {
+            subject: format!("{}.latest", self.bucket),
+            message,
+        };
+        for _ in 0..10 {
+            let Some(v) = rt
+                .block_on(self.kv.get("latest"))
+                .map_err(|e| js_error(format!("get latest from {}", self.bucket), e))?
+            else {
+                return Ok(None);
+            };
+            if v.len() < 9 {
+                return Err(bad(format!("{} bytes, expected at least 9", v.len())));
+            }
+            let version = u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
+            match v[8] {
+                INLINE => return Ok(Some((version, v[9..].to_vec()))),
+                OBJECT => {
+                    let name = std::str::from_utf8(&v[9..])
+                        .map_err(|_| bad("object name is not UTF-8".into()))?
+                        .to_string();
+                    let body = rt.block_on(async {
+                        let mut obj = self.objects.get(name.as_str()).await.map_err(|e| {
+                            js_error(format!("object {name} in {}", self.bucket), e)
+                        })?;
+                        let mut body = Vec::new();
+                        tokio::io::AsyncReadExt::read_to_end(&mut obj, &mut body)
+                            .await
+                            .map_err(|e| js_error(format!("read object {name}"), e))?;
+                        Ok::<_, BrokerError>(body)
+                    })?;
+                    if body.len() >= 8 && body[..8] == version.to_le_bytes() {
+                        return Ok(Some((version, body[8..].to_vec())));
+                    }
+                    // Overwritten by a newer version meanwhile: read the pointer again.
+                }
+                k => {
+                    return Err(bad(format!(
+                        "kind byte {k}, expected 0 (inline) or 1 (object)"
+                    )));
+                }
+            }
+        }
+        Err(bad("the weights kept changing while being read".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn used_batches_count_each_runner_sequence_once_and_compact() {
+        let mut u = UsedBatches::default();
+        let m = |runner, seq| BatchMeta {
+            runner,
+            seq,
+            version: 0,
+        };
+        assert!(u.first_use(&m(0, 1)));
+        assert!(u.first_use(&m(0, 0)));
+        assert!(u.first_use(&m(1, 0)));
+        assert!(!u.first_use(&m(0, 1)));
+        assert!(!u.first_use(&m(0, 0)));
+        assert!(u.contains(&m(1, 0)) && !u.contains(&m(1, 1)));
+        // 0 and 1 are below the watermark now, nothing above it.
+        assert_eq!(u.runners[&0], (2, BTreeSet::new()));
+        let back: UsedBatches = serde_json::from_str(&serde_json::to_string(&u).unwrap()).unwrap();
+        assert_eq!(back, u);
+    }
+
+    #[test]
+    fn config_errors_name_the_field_and_debug_hides_secrets() {
+        let cfg = |run: &str, url: &str| BrokerConfig {
+            url: url.into(),
+            run_id: run.into(),
+            auth: Auth::None,
+        };
+        let e = cfg("a.b", "nats://127.0.0.1:4222").validate().unwrap_err();
+        assert!(e.to_string().contains("`run_id`"), "{e}");
+        let e = cfg("run1", "http://127.0.0.1").validate().unwrap_err();
+        assert!(e.to_string().contains("`broker`"), "{e}");
+        assert!(cfg("run-1_a", "nats://127.0.0.1:4222").validate().is_ok());
+        let a = Auth::UserPassword {
+            user: "u".into(),
+            password: "s3cret".into(),
+        };
+        assert!(!format!("{a:?}").contains("s3cret"));
+        assert!(!format!("{:?}", Auth::Token("tok3n".into())).contains("tok3n"));
+    }
+}
