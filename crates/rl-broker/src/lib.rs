@@ -20,8 +20,10 @@
 #![warn(missing_docs)]
 
 mod server;
+mod transport;
 
 pub use server::{NATS_SERVER_ENV, NatsServer};
+pub use transport::{NatsTransport, Wire};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer, kv, object_store, stream};
@@ -30,6 +32,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What went wrong with the broker, naming the part (connection, stream, bucket, message).
@@ -169,8 +172,13 @@ impl BrokerConfig {
     }
 }
 
-/// A connection to the server for one run.
+/// A connection to the server for one run (cheap to clone: the clones share it).
+#[derive(Clone)]
 pub struct Broker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     rt: tokio::runtime::Runtime,
     js: jetstream::Context,
     run: String,
@@ -178,7 +186,9 @@ pub struct Broker {
 
 impl fmt::Debug for Broker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Broker").field("run", &self.run).finish()
+        f.debug_struct("Broker")
+            .field("run", &self.inner.run)
+            .finish()
     }
 }
 
@@ -216,15 +226,21 @@ impl Broker {
             jetstream::new(client)
         };
         Ok(Self {
-            rt,
-            js,
-            run: cfg.run_id.clone(),
+            inner: Arc::new(Inner {
+                rt,
+                js,
+                run: cfg.run_id.clone(),
+            }),
         })
     }
 
     /// The run id.
     pub fn run_id(&self) -> &str {
-        &self.run
+        &self.inner.run
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.inner.rt.block_on(f)
     }
 
     /// The run's batch queue (created if missing): at most `capacity` batches wait; a batch
@@ -233,9 +249,9 @@ impl Broker {
         &self,
         capacity: usize,
         ack_wait: Duration,
-    ) -> Result<BatchQueue<'_>, BrokerError> {
-        let name = format!("RL_{}_BATCHES", self.run);
-        let subject = format!("rl.{}.batches", self.run);
+    ) -> Result<BatchQueue, BrokerError> {
+        let name = format!("RL_{}_BATCHES", self.inner.run);
+        let subject = format!("rl.{}.batches", self.inner.run);
         let cfg = stream::Config {
             name: name.clone(),
             subjects: vec![subject.clone()],
@@ -246,11 +262,9 @@ impl Broker {
             ..Default::default()
         };
         let stream = self
-            .rt
-            .block_on(self.js.get_or_create_stream(cfg))
+            .block_on(self.inner.js.get_or_create_stream(cfg))
             .map_err(|e| js_error(format!("stream {name}"), e))?;
         let consumer: consumer::PullConsumer = self
-            .rt
             .block_on(stream.get_or_create_consumer(
                 "learner",
                 consumer::pull::Config {
@@ -262,7 +276,7 @@ impl Broker {
             ))
             .map_err(|e| js_error(format!("consumer learner on {name}"), e))?;
         Ok(BatchQueue {
-            broker: self,
+            broker: self.clone(),
             stream,
             consumer,
             subject,
@@ -271,13 +285,12 @@ impl Broker {
     }
 
     /// The run's weights bucket (created if missing).
-    pub fn weights(&self) -> Result<WeightsBucket<'_>, BrokerError> {
-        let bucket = format!("rl_{}_weights", self.run);
-        let kv = match self.rt.block_on(self.js.get_key_value(&bucket)) {
+    pub fn weights(&self) -> Result<WeightsBucket, BrokerError> {
+        let bucket = format!("rl_{}_weights", self.inner.run);
+        let kv = match self.block_on(self.inner.js.get_key_value(&bucket)) {
             Ok(kv) => kv,
             Err(_) => self
-                .rt
-                .block_on(self.js.create_key_value(kv::Config {
+                .block_on(self.inner.js.create_key_value(kv::Config {
                     bucket: bucket.clone(),
                     history: 1,
                     storage: stream::StorageType::File,
@@ -285,12 +298,11 @@ impl Broker {
                 }))
                 .map_err(|e| js_error(format!("key-value bucket {bucket}"), e))?,
         };
-        let obj_name = format!("rl_{}_weights_obj", self.run);
-        let objects = match self.rt.block_on(self.js.get_object_store(&obj_name)) {
+        let obj_name = format!("rl_{}_weights_obj", self.inner.run);
+        let objects = match self.block_on(self.inner.js.get_object_store(&obj_name)) {
             Ok(o) => o,
             Err(_) => self
-                .rt
-                .block_on(self.js.create_object_store(object_store::Config {
+                .block_on(self.inner.js.create_object_store(object_store::Config {
                     bucket: obj_name.clone(),
                     storage: stream::StorageType::File,
                     ..Default::default()
@@ -298,7 +310,7 @@ impl Broker {
                 .map_err(|e| js_error(format!("object store {obj_name}"), e))?,
         };
         Ok(WeightsBucket {
-            broker: self,
+            broker: self.clone(),
             kv,
             objects,
             bucket,
@@ -331,19 +343,22 @@ pub struct Delivery {
     pub payload: Bytes,
     /// How many times the server has delivered it (1 the first time).
     pub delivered: i64,
+    /// Time since the server stored it (clocks of one machine; 0 if the server's time is
+    /// ahead).
+    pub age: Duration,
     msg: jetstream::Message,
 }
 
 /// The run's sample batches: a JetStream work queue with explicit acks.
-pub struct BatchQueue<'a> {
-    broker: &'a Broker,
+pub struct BatchQueue {
+    broker: Broker,
     stream: stream::Stream,
     consumer: consumer::PullConsumer,
     subject: String,
     capacity: usize,
 }
 
-impl fmt::Debug for BatchQueue<'_> {
+impl fmt::Debug for BatchQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BatchQueue")
             .field("subject", &self.subject)
@@ -352,7 +367,7 @@ impl fmt::Debug for BatchQueue<'_> {
     }
 }
 
-impl BatchQueue<'_> {
+impl BatchQueue {
     /// Sends a batch once the server has stored it; while the queue holds `capacity`
     /// batches, waits (up to `timeout`) for the learner to take one.
     pub fn send(
@@ -366,10 +381,11 @@ impl BatchQueue<'_> {
         headers.insert(H_SEQ, meta.seq.to_string().as_str());
         headers.insert(H_VERSION, meta.version.to_string().as_str());
         let deadline = Instant::now() + timeout;
-        let rt = &self.broker.rt;
+        let rt = &self.broker.inner.rt;
         loop {
             let sent = rt.block_on(async {
                 self.broker
+                    .inner
                     .js
                     .publish_with_headers(self.subject.clone(), headers.clone(), payload.clone())
                     .await?
@@ -399,7 +415,7 @@ impl BatchQueue<'_> {
     /// The oldest batch not yet acked or being worked on, waiting up to `timeout`.
     pub fn recv(&self, timeout: Duration) -> Result<Option<Delivery>, BrokerError> {
         let what = || format!("fetch from {}", self.subject);
-        let rt = &self.broker.rt;
+        let rt = &self.broker.inner.rt;
         let msg = rt.block_on(async {
             let mut batch = self
                 .consumer
@@ -416,7 +432,17 @@ impl BatchQueue<'_> {
                 .map_err(|e| js_error(what(), e))
         })?;
         let Some(msg) = msg else { return Ok(None) };
-        let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+        let (delivered, age) = msg
+            .info()
+            .map(|i| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as i128)
+                    .unwrap_or(0);
+                let ns = (now - i.published.unix_timestamp_nanos()).max(0);
+                (i.delivered, Duration::from_nanos(ns as u64))
+            })
+            .unwrap_or((1, Duration::ZERO));
         let meta = parse_meta(&msg).map_err(|message| BrokerError::Message {
             subject: self.subject.clone(),
             message,
@@ -426,6 +452,7 @@ impl BatchQueue<'_> {
             meta,
             payload,
             delivered,
+            age,
             msg,
         }))
     }
@@ -433,6 +460,7 @@ impl BatchQueue<'_> {
     /// Acks a delivery: the server removes the batch (waits for the server's confirmation).
     pub fn ack(&self, d: &Delivery) -> Result<(), BrokerError> {
         self.broker
+            .inner
             .rt
             .block_on(d.msg.double_ack())
             .map_err(|e| js_error(format!("ack on {}", self.subject), e))
@@ -443,7 +471,6 @@ impl BatchQueue<'_> {
         let mut s = self.stream.clone();
         let info = self
             .broker
-            .rt
             .block_on(s.info())
             .map_err(|e| js_error(format!("stream info of {}", self.subject), e))?;
         Ok(info.state.messages as usize)
@@ -512,14 +539,14 @@ pub const INLINE_WEIGHTS_LIMIT: usize = 512 * 1024;
 
 /// The run's weights: key `latest` holds the policy version and the weights (or the name of
 /// the object holding them).
-pub struct WeightsBucket<'a> {
-    broker: &'a Broker,
+pub struct WeightsBucket {
+    broker: Broker,
     kv: kv::Store,
     objects: object_store::ObjectStore,
     bucket: String,
 }
 
-impl fmt::Debug for WeightsBucket<'_> {
+impl fmt::Debug for WeightsBucket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WeightsBucket")
             .field("bucket", &self.bucket)
@@ -530,10 +557,10 @@ impl fmt::Debug for WeightsBucket<'_> {
 const INLINE: u8 = 0;
 const OBJECT: u8 = 1;
 
-impl WeightsBucket<'_> {
+impl WeightsBucket {
     /// Publishes `weights` as policy `version`.
     pub fn put(&self, version: u64, weights: &[u8]) -> Result<(), BrokerError> {
-        let rt = &self.broker.rt;
+        let rt = &self.broker.inner.rt;
         let mut value = version.to_le_bytes().to_vec();
         if weights.len() <= INLINE_WEIGHTS_LIMIT {
             value.push(INLINE);
@@ -551,12 +578,36 @@ impl WeightsBucket<'_> {
         }
         rt.block_on(self.kv.put("latest", value.into()))
             .map_err(|e| js_error(format!("put latest in {}", self.bucket), e))?;
+        // The version alone, so that readers check for news without fetching the weights.
+        rt.block_on(
+            self.kv
+                .put("version", version.to_le_bytes().to_vec().into()),
+        )
+        .map_err(|e| js_error(format!("put version in {}", self.bucket), e))?;
         Ok(())
+    }
+
+    /// The version of the latest weights, if any were published (one small read).
+    pub fn version(&self) -> Result<Option<u64>, BrokerError> {
+        let v = self
+            .broker
+            .block_on(self.kv.get("version"))
+            .map_err(|e| js_error(format!("get version from {}", self.bucket), e))?;
+        match v {
+            None => Ok(None),
+            Some(b) if b.len() == 8 => {
+                Ok(Some(u64::from_le_bytes(b[..].try_into().expect("8 bytes"))))
+            }
+            Some(b) => Err(BrokerError::Message {
+                subject: format!("{}.version", self.bucket),
+                message: format!("{} bytes, expected 8", b.len()),
+            }),
+        }
     }
 
     /// The latest weights and their version, if any were published.
     pub fn latest(&self) -> Result<Option<(u64, Vec<u8>)>, BrokerError> {
-        let rt = &self.broker.rt;
+        let rt = &self.broker.inner.rt;
         let bad = |message: String| BrokerError::Message {
             subject: format!("{}.latest", self.bucket),
             message,

@@ -1,0 +1,185 @@
+//! rl-core's actor-learner `Transport` over a real `nats-server -js` (127.0.0.1, random
+//! port): runner threads of rl-core's `RunnerPool` on one connection, the learner on another,
+//! as separate processes would be.
+
+use bytes::Bytes;
+use rl_broker::{Auth, BatchMeta, Broker, BrokerConfig, NatsServer, NatsTransport, Wire};
+use rl_core::actor_learner::{Runner, RunnerPool, RunnerReports, Transport, Versioned};
+use rl_core::algorithm::RlError;
+use rl_core::params::TensorMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn store(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rl-broker-t-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn connect(server: &NatsServer, run: &str) -> Broker {
+    Broker::connect(&BrokerConfig {
+        url: server.url(),
+        run_id: run.into(),
+        auth: Auth::None,
+    })
+    .unwrap()
+}
+
+/// What a toy runner sends: who, its counter, and the weight value it acted with.
+#[derive(Debug, Clone, PartialEq)]
+struct ToyBatch {
+    runner: u32,
+    n: u64,
+    acted_with: f32,
+}
+
+impl Wire for ToyBatch {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = self.runner.to_le_bytes().to_vec();
+        v.extend(self.n.to_le_bytes());
+        v.extend(self.acted_with.to_le_bytes());
+        v
+    }
+    fn decode(b: &[u8]) -> Result<Self, String> {
+        if b.len() != 16 {
+            return Err(format!("{} bytes, expected 16", b.len()));
+        }
+        Ok(ToyBatch {
+            runner: u32::from_le_bytes(b[..4].try_into().unwrap()),
+            n: u64::from_le_bytes(b[4..12].try_into().unwrap()),
+            acted_with: f32::from_le_bytes(b[12..].try_into().unwrap()),
+        })
+    }
+}
+
+struct Toy {
+    id: u32,
+    n: u64,
+}
+
+impl Runner for Toy {
+    type Batch = ToyBatch;
+    fn collect(&mut self, w: &Versioned) -> Result<(u64, ToyBatch), RlError> {
+        std::thread::sleep(Duration::from_millis(5));
+        self.n += 1;
+        let acted_with = w.weights.0.get("w").map_or(0.0, |(_, d)| d[0]);
+        Ok((
+            w.version,
+            ToyBatch {
+                runner: self.id,
+                n: self.n,
+                acted_with,
+            },
+        ))
+    }
+    fn reset(&mut self) -> Result<(), RlError> {
+        Ok(())
+    }
+}
+
+fn weights(version: u64) -> Versioned {
+    let mut w = TensorMap::default();
+    w.insert("w", vec![1], vec![version as f32]);
+    Versioned {
+        version,
+        weights: w,
+    }
+}
+
+/// Two runner threads and a learner exchange 40 batches and 40 weight versions through the
+/// server: both runners' batches arrive in each runner's order, each acted with the weights
+/// of the version it is tagged with, the runners follow the published versions (the lag
+/// stays bounded by the queue), the queue never holds more than its capacity, and closing the
+/// runners' transport stops their threads even while the queue is full.
+#[test]
+fn runner_threads_and_a_learner_exchange_batches_and_weights_through_the_broker() {
+    let server = NatsServer::start(&store("pool")).unwrap();
+    let capacity = 4;
+    let ack_wait = Duration::from_secs(30);
+    let runner_side: Arc<NatsTransport<ToyBatch>> = Arc::new(
+        NatsTransport::new(&connect(&server, "pool"), capacity, ack_wait, weights(0)).unwrap(),
+    );
+    let learner: NatsTransport<ToyBatch> =
+        NatsTransport::new(&connect(&server, "pool"), capacity, ack_wait, weights(0)).unwrap();
+    let reports = Arc::new(RunnerReports::default());
+    let runners = (0..2).map(|id| Toy { id, n: 0 }).collect();
+    let mut pool = RunnerPool::spawn(runners, runner_side.clone(), reports.clone());
+    let mut last_n = [0u64; 2];
+    let mut lags = Vec::new();
+    for k in 1..=40u64 {
+        let t = learner.recv(Duration::from_secs(10)).expect("a batch");
+        let b = &t.batch;
+        assert_eq!(t.runner, b.runner as usize);
+        assert_eq!(
+            b.acted_with, t.version as f32,
+            "weights and version travel together"
+        );
+        assert!(b.n > last_n[t.runner], "runner {} out of order", t.runner);
+        last_n[t.runner] = b.n;
+        assert!(learner.queue_len() <= capacity);
+        lags.push(k - 1 - t.version);
+        learner.publish(Arc::new(weights(k)));
+    }
+    assert!(
+        last_n.iter().all(|&n| n > 3),
+        "both runners sent: {last_n:?}"
+    );
+    let late = &lags[20..];
+    assert!(
+        late.iter().all(|&l| l <= (capacity + 4) as u64),
+        "runners follow the published weights: lags {lags:?}"
+    );
+    assert!(learner.used().contains(&BatchMeta {
+        runner: 0,
+        seq: 0,
+        version: 0
+    }));
+    // The learner stops taking batches: the queue fills, the runners wait in `send`, and
+    // closing their transport releases them.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(learner.queue_len(), capacity);
+    pool.shutdown(runner_side.as_ref());
+    assert_eq!(
+        reports.restarts.load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+}
+
+/// A batch that does not decode (another binary's format, say) is acked and dropped with a
+/// message naming it; the next good one is delivered.
+#[test]
+fn an_undecodable_batch_is_dropped_and_named() {
+    let server = NatsServer::start(&store("bad")).unwrap();
+    let b = connect(&server, "bad");
+    let q = b.batch_queue(8, Duration::from_secs(30)).unwrap();
+    let meta = |seq| BatchMeta {
+        runner: 7,
+        seq,
+        version: 0,
+    };
+    q.send(
+        meta(0),
+        Bytes::from_static(b"short"),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let good = ToyBatch {
+        runner: 7,
+        n: 1,
+        acted_with: 0.0,
+    };
+    q.send(meta(1), Bytes::from(good.encode()), Duration::from_secs(5))
+        .unwrap();
+    let learner: NatsTransport<ToyBatch> =
+        NatsTransport::new(&b, 8, Duration::from_secs(30), weights(0)).unwrap();
+    let t = learner
+        .recv(Duration::from_secs(5))
+        .expect("the good batch");
+    assert_eq!(t.batch, good);
+    assert_eq!(
+        learner.dropped(),
+        vec!["batch 0 of runner 7: 5 bytes, expected 16".to_string()]
+    );
+    assert!(q.is_empty().unwrap());
+}
