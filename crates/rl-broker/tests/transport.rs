@@ -2,29 +2,16 @@
 //! port): runner threads of rl-core's `RunnerPool` on one connection, the learner on another,
 //! as separate processes would be.
 
+mod common;
+
 use bytes::Bytes;
-use rl_broker::{Auth, BatchMeta, Broker, BrokerConfig, NatsServer, NatsTransport, Wire};
+use common::{connect, store};
+use rl_broker::{BatchMeta, NatsServer, NatsTransport, Wire};
 use rl_core::actor_learner::{Runner, RunnerPool, RunnerReports, Transport, Versioned};
 use rl_core::algorithm::RlError;
 use rl_core::params::TensorMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn store(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rl-broker-t-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn connect(server: &NatsServer, run: &str) -> Broker {
-    Broker::connect(&BrokerConfig {
-        url: server.url(),
-        run_id: run.into(),
-        auth: Auth::None,
-    })
-    .unwrap()
-}
 
 /// What a toy runner sends: who, its counter, and the weight value it acted with.
 #[derive(Debug, Clone, PartialEq)]
