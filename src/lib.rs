@@ -9,6 +9,7 @@ pub use rl_appo as appo;
 pub use rl_ars as ars;
 pub use rl_awr as awr;
 pub use rl_bc as bc;
+pub use rl_broker as broker;
 pub use rl_core as core;
 pub use rl_cql as cql;
 pub use rl_curiosity as curiosity;
