@@ -76,9 +76,24 @@ pub enum BrokerError {
         /// What happened.
         message: String,
     },
-    /// The queue was closed while waiting.
-    #[error("the batch queue was closed")]
-    Closed,
+    /// The queue stayed full for the whole wait (the learner is not taking batches).
+    #[error("the batch queue {subject} stayed full ({capacity} batches) for {waited:?}")]
+    Full {
+        /// The queue's subject.
+        subject: String,
+        /// Its capacity.
+        capacity: usize,
+        /// How long the sender waited.
+        waited: Duration,
+    },
+    /// A batch larger than the server accepts in one message.
+    #[error("a batch of {bytes} bytes exceeds the server's message limit ({max} bytes)")]
+    TooLarge {
+        /// The batch's size.
+        bytes: usize,
+        /// The server's `max_payload`.
+        max: usize,
+    },
 }
 
 fn js_error(what: impl Into<String>, e: impl fmt::Display) -> BrokerError {
@@ -162,6 +177,15 @@ impl BrokerConfig {
                 ),
             });
         }
+        // Credentials belong in `auth`: a URL with them would be echoed by errors and logs.
+        if self.url.contains('@') {
+            return Err(BrokerError::Config {
+                field: "broker",
+                message: "the URL holds credentials (user@ or user:password@): put them in \
+                          the auth settings or RL_NATS_USER / RL_NATS_PASSWORD / RL_NATS_TOKEN"
+                    .into(),
+            });
+        }
         if !(self.url.starts_with("nats://") || self.url.starts_with("tls://")) {
             return Err(BrokerError::Config {
                 field: "broker",
@@ -180,6 +204,7 @@ pub struct Broker {
 
 struct Inner {
     rt: tokio::runtime::Runtime,
+    client: async_nats::Client,
     js: jetstream::Context,
     run: String,
 }
@@ -194,8 +219,19 @@ impl fmt::Debug for Broker {
 
 impl Broker {
     /// Connects (reconnecting forever after a lost connection, as a long run needs).
+    ///
+    /// The client is blocking: calling it (or dropping the last clone) from inside a tokio
+    /// runtime is refused here rather than left to panic there.
     pub fn connect(cfg: &BrokerConfig) -> Result<Self, BrokerError> {
         cfg.validate()?;
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(BrokerError::Config {
+                field: "broker",
+                message: "the blocking broker client cannot run inside an async runtime; \
+                          call it from a plain thread"
+                    .into(),
+            });
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -223,11 +259,12 @@ impl Broker {
         // The context spawns its own task: create it inside the runtime.
         let js = {
             let _inside = rt.enter();
-            jetstream::new(client)
+            jetstream::new(client.clone())
         };
         Ok(Self {
             inner: Arc::new(Inner {
                 rt,
+                client,
                 js,
                 run: cfg.run_id.clone(),
             }),
@@ -376,14 +413,25 @@ impl BatchQueue {
         payload: Bytes,
         timeout: Duration,
     ) -> Result<(), BrokerError> {
+        // The server closes the connection on an oversized message: refuse it here.
+        let max = self.broker.inner.client.server_info().max_payload;
+        if max > 0 && payload.len() + 1024 > max {
+            return Err(BrokerError::TooLarge {
+                bytes: payload.len(),
+                max,
+            });
+        }
         let mut headers = HeaderMap::new();
         headers.insert(H_RUNNER, meta.runner.to_string().as_str());
         headers.insert(H_SEQ, meta.seq.to_string().as_str());
         headers.insert(H_VERSION, meta.version.to_string().as_str());
+        // The server drops a second copy of a batch whose first publish was stored but whose
+        // acknowledgement was lost (a reconnect), within its duplicate window.
+        let id = format!("{}-{}", meta.runner, meta.seq);
+        headers.insert("Nats-Msg-Id", id.as_str());
         let deadline = Instant::now() + timeout;
-        let rt = &self.broker.inner.rt;
         loop {
-            let sent = rt.block_on(async {
+            let sent = self.broker.block_on(async {
                 self.broker
                     .inner
                     .js
@@ -395,18 +443,20 @@ impl BatchQueue {
                 Ok(_) => return Ok(()),
                 Err(e) => e,
             };
-            // A full stream (discard-new) refuses the message: wait for room, then retry.
-            if self.len()? < self.capacity {
+            // A full stream (discard-new) refuses the message with a store error: wait for
+            // room, then retry; anything else is the caller's to handle.
+            let full = std::error::Error::source(&err)
+                .and_then(|e| e.downcast_ref::<jetstream::Error>())
+                .is_some_and(|e| e.error_code() == jetstream::ErrorCode::STREAM_STORE_FAILED);
+            if !full {
                 return Err(js_error(format!("publish to {}", self.subject), err));
             }
             if Instant::now() > deadline {
-                return Err(js_error(
-                    format!("publish to {}", self.subject),
-                    format!(
-                        "the queue stayed full ({} batches) for {timeout:?}",
-                        self.capacity
-                    ),
-                ));
+                return Err(BrokerError::Full {
+                    subject: self.subject.clone(),
+                    capacity: self.capacity,
+                    waited: timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -443,10 +493,17 @@ impl BatchQueue {
                 (i.delivered, Duration::from_nanos(ns as u64))
             })
             .unwrap_or((1, Duration::ZERO));
-        let meta = parse_meta(&msg).map_err(|message| BrokerError::Message {
-            subject: self.subject.clone(),
-            message,
-        })?;
+        let meta = match parse_meta(&msg) {
+            Ok(m) => m,
+            Err(message) => {
+                // Never redelivered: it would come back forever and hold a slot of the queue.
+                let _ = rt.block_on(msg.ack_with(jetstream::AckKind::Term));
+                return Err(BrokerError::Message {
+                    subject: self.subject.clone(),
+                    message,
+                });
+            }
+        };
         let payload = msg.payload.clone();
         Ok(Some(Delivery {
             meta,
@@ -537,6 +594,9 @@ impl UsedBatches {
 /// limit is 1 MiB); larger ones through the object store.
 pub const INLINE_WEIGHTS_LIMIT: usize = 512 * 1024;
 
+/// How long one read of weights from the object store may take.
+const OBJECT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The run's weights: key `latest` holds the policy version and the weights (or the name of
 /// the object holding them).
 pub struct WeightsBucket {
@@ -566,9 +626,10 @@ impl WeightsBucket {
             value.push(INLINE);
             value.extend_from_slice(weights);
         } else {
-            // Two objects alternate, so a reader never sees the one being written replace the
-            // one it was pointed at; the object repeats the version, which the reader checks.
-            let name = format!("w{}", version % 2);
+            // One object per version; the one before the previous is deleted once the
+            // pointer has moved, so a reader of the previous pointer still finds its object
+            // (a slower one retries). The object repeats the version, which the reader checks.
+            let name = format!("v{version}");
             let mut body = version.to_le_bytes().to_vec();
             body.extend_from_slice(weights);
             rt.block_on(self.objects.put(name.as_str(), &mut body.as_slice()))
@@ -578,6 +639,10 @@ impl WeightsBucket {
         }
         rt.block_on(self.kv.put("latest", value.into()))
             .map_err(|e| js_error(format!("put latest in {}", self.bucket), e))?;
+        if let Some(old) = version.checked_sub(2) {
+            // Best effort: an object that is not there (an inline version) is no error.
+            let _ = rt.block_on(self.objects.delete(format!("v{old}")));
+        }
         // The version alone, so that readers check for news without fetching the weights.
         rt.block_on(
             self.kv
@@ -629,20 +694,28 @@ impl WeightsBucket {
                     let name = std::str::from_utf8(&v[9..])
                         .map_err(|_| bad("object name is not UTF-8".into()))?
                         .to_string();
-                    let body = rt.block_on(async {
-                        let mut obj = self.objects.get(name.as_str()).await.map_err(|e| {
-                            js_error(format!("object {name} in {}", self.bucket), e)
-                        })?;
-                        let mut body = Vec::new();
-                        tokio::io::AsyncReadExt::read_to_end(&mut obj, &mut body)
-                            .await
-                            .map_err(|e| js_error(format!("read object {name}"), e))?;
-                        Ok::<_, BrokerError>(body)
-                    })?;
-                    if body.len() >= 8 && body[..8] == version.to_le_bytes() {
+                    // Bounded (a read of an object deleted meanwhile would wait forever) and
+                    // caught (the client library unwraps inside its object reader).
+                    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        rt.block_on(async {
+                            let read = async {
+                                let mut obj = self.objects.get(name.as_str()).await.ok()?;
+                                let mut body = Vec::new();
+                                tokio::io::AsyncReadExt::read_to_end(&mut obj, &mut body)
+                                    .await
+                                    .ok()?;
+                                Some(body)
+                            };
+                            tokio::time::timeout(OBJECT_READ_TIMEOUT, read).await
+                        })
+                    }));
+                    if let Ok(Ok(Some(body))) = read
+                        && body.len() >= 8
+                        && body[..8] == version.to_le_bytes()
+                    {
                         return Ok(Some((version, body[8..].to_vec())));
                     }
-                    // Overwritten by a newer version meanwhile: read the pointer again.
+                    // Replaced by a newer version meanwhile: read the pointer again.
                 }
                 k => {
                     return Err(bad(format!(
@@ -651,7 +724,11 @@ impl WeightsBucket {
                 }
             }
         }
-        Err(bad("the weights kept changing while being read".into()))
+        Err(bad(
+            "the weights' object could not be read in 10 tries (replaced each time, or the \
+             server is unreachable)"
+                .into(),
+        ))
     }
 }
 
@@ -691,6 +768,13 @@ mod tests {
         let e = cfg("run1", "http://127.0.0.1").validate().unwrap_err();
         assert!(e.to_string().contains("`broker`"), "{e}");
         assert!(cfg("run-1_a", "nats://127.0.0.1:4222").validate().is_ok());
+        let e = cfg("run1", "nats://me:s3cret@127.0.0.1:4222")
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("`broker`") && !e.to_string().contains("s3cret"),
+            "{e}"
+        );
         let a = Auth::UserPassword {
             user: "u".into(),
             password: "s3cret".into(),

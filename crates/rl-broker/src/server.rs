@@ -13,13 +13,24 @@ use std::time::{Duration, Instant};
 pub const NATS_SERVER_ENV: &str = "RL_NATS_SERVER";
 
 /// A running `nats-server -js` on 127.0.0.1 (file-backed JetStream in its store directory).
-#[derive(Debug)]
 pub struct NatsServer {
     child: Option<Child>,
     binary: PathBuf,
     store: PathBuf,
     port: u16,
     auth: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for NatsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password.
+        f.debug_struct("NatsServer")
+            .field("url", &self.url())
+            .field("pid", &self.pid())
+            .field("store", &self.store)
+            .field("auth", &self.auth.as_ref().map(|(user, _)| user))
+            .finish()
+    }
 }
 
 impl NatsServer {
@@ -108,7 +119,7 @@ impl NatsServer {
                 json_string(password)
             );
         }
-        std::fs::write(&conf, text)
+        write_private(&conf, &text)
             .map_err(|e| server_error(format!("{}: {e}", conf.display())))?;
         let log = self.store.join("nats-server.log");
         let child = Command::new(&self.binary)
@@ -154,6 +165,16 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Writes a file only its owner can read (it may hold the password).
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    opts.open(path)?.write_all(text.as_bytes())
 }
 
 fn server_error(message: String) -> BrokerError {

@@ -25,12 +25,14 @@ pub trait Wire: Sized {
 
 /// A [`Transport`] over NATS JetStream.
 ///
-/// Sending: each runner's batches are numbered (per runner id, from 0) and stored in the
-/// run's work queue; while it holds `capacity` batches the sender waits (and gives up once
+/// Sending: each runner's batches are numbered (per runner id, from 0: runner ids must be
+/// unique within a run, since a batch whose (runner, sequence) was used is skipped) and stored
+/// in the run's work queue; while it holds `capacity` batches the sender waits (and gives up once
 /// the transport is closed). Receiving: a batch is acked as it is handed to the learner (a
 /// learner that dies afterwards loses it with its own updates since its last checkpoint);
 /// one already used (a redelivery) is acked and skipped, one that does not decode is acked,
-/// counted in [`dropped`](Self::dropped) and skipped. Weights: `publish` writes the bucket,
+/// counted in [`dropped`](Self::dropped) and skipped, as is one with malformed headers
+/// (terminated, never redelivered). Weights: `publish` writes the bucket,
 /// `latest` reads the version key and fetches the weights only when it changed; while the
 /// broker cannot be reached, `latest` keeps the last weights it had.
 pub struct NatsTransport<B> {
@@ -131,7 +133,10 @@ impl<B: Wire + Send> Transport<B> for NatsTransport<B> {
                 .send(meta, payload.clone(), Duration::from_millis(200))
             {
                 Ok(()) => return Ok(()),
-                Err(BrokerError::JetStream { .. }) => std::thread::sleep(RETRY),
+                // Full, or the server away (the client reconnects): try again.
+                Err(BrokerError::Full { .. } | BrokerError::JetStream { .. }) => {
+                    std::thread::sleep(RETRY)
+                }
                 Err(e) => return Err(RlError::Other(e.to_string())),
             }
         }
@@ -147,6 +152,14 @@ impl<B: Wire + Send> Transport<B> for NatsTransport<B> {
             let d = match self.queue.recv(left) {
                 Ok(Some(d)) => d,
                 Ok(None) => return None,
+                Err(BrokerError::Message { message, .. }) => {
+                    // Terminated by the queue (never redelivered); say why it was dropped.
+                    self.dropped
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(message);
+                    continue;
+                }
                 Err(_) => {
                     std::thread::sleep(RETRY.min(left));
                     continue;

@@ -30,7 +30,7 @@ fn payload(runner: u32, seq: u64) -> Bytes {
 fn unacked_batches_go_to_the_restarted_learner_and_count_once() {
     let server = NatsServer::start(&store("redeliver")).unwrap();
     let runner = connect(&server, "redeliver");
-    let q = runner.batch_queue(16, Duration::from_secs(1)).unwrap();
+    let q = runner.batch_queue(16, Duration::from_secs(3)).unwrap();
     for r in 0..2 {
         for s in 0..3 {
             q.send(meta(r, s), payload(r, s), WAIT).unwrap();
@@ -39,7 +39,7 @@ fn unacked_batches_go_to_the_restarted_learner_and_count_once() {
     let mut uses: Vec<(u32, u64)> = Vec::new();
     let checkpoint = {
         let learner = connect(&server, "redeliver");
-        let q = learner.batch_queue(16, Duration::from_secs(1)).unwrap();
+        let q = learner.batch_queue(16, Duration::from_secs(3)).unwrap();
         let mut used = UsedBatches::default();
         for i in 0..3 {
             let d = q.recv(WAIT).unwrap().expect("a batch");
@@ -55,7 +55,7 @@ fn unacked_batches_go_to_the_restarted_learner_and_count_once() {
         serde_json::to_string(&used).unwrap()
     };
     let learner = connect(&server, "redeliver");
-    let q = learner.batch_queue(16, Duration::from_secs(1)).unwrap();
+    let q = learner.batch_queue(16, Duration::from_secs(3)).unwrap();
     let mut used: UsedBatches = serde_json::from_str(&checkpoint).unwrap();
     let (mut redelivered, mut skipped) = (0, 0);
     while let Some(d) = q.recv(Duration::from_secs(3)).unwrap() {
@@ -83,6 +83,7 @@ fn a_full_queue_holds_the_sender_until_the_learner_takes_a_batch() {
     let q = b.batch_queue(2, Duration::from_secs(30)).unwrap();
     q.send(meta(0, 0), payload(0, 0), WAIT).unwrap();
     q.send(meta(0, 1), payload(0, 1), WAIT).unwrap();
+    let (ready, connected) = std::sync::mpsc::channel();
     let sender = std::thread::spawn(move || {
         let b = Broker::connect(&BrokerConfig {
             url,
@@ -91,22 +92,25 @@ fn a_full_queue_holds_the_sender_until_the_learner_takes_a_batch() {
         })
         .unwrap();
         let q = b.batch_queue(2, Duration::from_secs(30)).unwrap();
+        ready.send(()).unwrap();
         let t = Instant::now();
         q.send(meta(0, 2), payload(0, 2), WAIT).unwrap();
         t.elapsed()
     });
-    std::thread::sleep(Duration::from_millis(700));
+    // Connected and sending: half a second later it still waits, outside the stream.
+    connected.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!sender.is_finished());
     assert_eq!(
         q.len().unwrap(),
         2,
         "the third batch waits outside the stream"
     );
-    assert!(!sender.is_finished());
     let d = q.recv(WAIT).unwrap().unwrap();
     assert_eq!(d.meta, meta(0, 0));
     q.ack(&d).unwrap();
     let waited = sender.join().unwrap();
-    assert!(waited >= Duration::from_millis(600), "{waited:?}");
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
     let seqs: Vec<u64> = std::iter::from_fn(|| {
         let d = q.recv(Duration::from_millis(500)).unwrap()?;
         q.ack(&d).unwrap();

@@ -170,3 +170,53 @@ fn an_undecodable_batch_is_dropped_and_named() {
     );
     assert!(q.is_empty().unwrap());
 }
+
+/// A message without rl's headers (another program publishing on the run's subject) is
+/// terminated, never redelivered, and named among the dropped; a batch too large for one
+/// message is refused before it reaches the server (which would drop the connection).
+#[test]
+fn foreign_and_oversized_messages_are_refused_by_name() {
+    let server = NatsServer::start(&store("foreign")).unwrap();
+    let b = connect(&server, "foreign");
+    let learner: NatsTransport<ToyBatch> =
+        NatsTransport::new(&b, 8, Duration::from_secs(1), weights(0)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = async_nats::connect(server.url()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        js.publish("rl.foreign.batches", Bytes::from_static(b"hello"))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    });
+    assert!(learner.recv(Duration::from_secs(3)).is_none());
+    assert_eq!(
+        learner.dropped(),
+        vec!["no headers (expected Rl-Runner, Rl-Seq, Rl-Version)".to_string()]
+    );
+    assert_eq!(
+        learner.queue_len(),
+        0,
+        "terminated, not waiting for redelivery"
+    );
+    let q = b.batch_queue(8, Duration::from_secs(1)).unwrap();
+    let huge = Bytes::from(vec![0u8; 2 * 1024 * 1024]);
+    let meta = BatchMeta {
+        runner: 0,
+        seq: 0,
+        version: 0,
+    };
+    let e = q.send(meta, huge, Duration::from_secs(1)).unwrap_err();
+    assert!(
+        matches!(e, rl_broker::BrokerError::TooLarge { bytes: 2097152, .. }),
+        "{e}"
+    );
+    // The connection is intact.
+    q.send(meta, Bytes::from_static(b"ok"), Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(q.len().unwrap(), 1);
+}

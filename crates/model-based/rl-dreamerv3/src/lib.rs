@@ -270,7 +270,9 @@ impl DreamerV3Learner {
         let mut states = vec![start];
         let mut actions = Vec::with_capacity(h * n);
         for t in 0..h {
-            let (mean, std) = self.actor.normal(states[t].features());
+            // The actor reads the state without its gradient (RLlib's and DreamerV2's): the
+            // returns reach each action through the dynamics, not through the actor's input.
+            let (mean, std) = self.actor.normal(states[t].features().detach());
             let k = mean.dims()[1];
             let eps: Vec<f32> = (0..n * k).map(|_| self.rng.normal() as f32).collect();
             let a = mean + std * tensor2(&eps, n, k, &dev);
