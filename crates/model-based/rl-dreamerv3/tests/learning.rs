@@ -42,6 +42,13 @@ fn cartpole(seed: u64) {
     within(name, seed, 5000, 400.0, "DreamerV3 CartPole-v1");
 }
 
+/// Pendulum-v1, micro model at training ratio 128, dynamics backpropagation (issue 17: −300
+/// within 100k).
+fn pendulum(seed: u64) {
+    let name = "dreamerv3_pendulum.yaml";
+    within(name, seed, 5000, -300.0, "DreamerV3 Pendulum-v1");
+}
+
 /// The pixel env: the 4×4 lake seen as a 64×64 picture (the CNN path). A uniformly random
 /// policy reaches the goal in 1.4% of episodes.
 fn pixel_frozenlake4x4(seed: u64) {
@@ -106,4 +113,22 @@ fn dreamerv3_cartpole_seed1_within_100k() {
 #[ignore]
 fn dreamerv3_cartpole_seed2_within_100k() {
     cartpole(2);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_pendulum_seed0_within_100k() {
+    pendulum(0);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_pendulum_seed1_within_100k() {
+    pendulum(1);
+}
+
+#[test]
+#[ignore]
+fn dreamerv3_pendulum_seed2_within_100k() {
+    pendulum(2);
 }
