@@ -268,7 +268,6 @@ impl DreamerV3Learner {
         let dev = self.device.clone();
         let (h, n) = (self.cfg.horizon_h, start.h.dims()[0]);
         let mut states = vec![start];
-        let mut actions = Vec::with_capacity(h * n);
         for t in 0..h {
             // The actor reads the state without its gradient (RLlib's and DreamerV2's): the
             // returns reach each action through the dynamics, not through the actor's input.
@@ -276,7 +275,6 @@ impl DreamerV3Learner {
             let k = mean.dims()[1];
             let eps: Vec<f32> = (0..n * k).map(|_| self.rng.normal() as f32).collect();
             let a = mean + std * tensor2(&eps, n, k, &dev);
-            actions.extend(host(a.clone().detach()));
             let next = self
                 .world_model
                 .rssm
@@ -296,7 +294,8 @@ impl DreamerV3Learner {
         ));
         Imagined {
             feats: feats.detach(),
-            actions,
+            // Not read back: the actor's gradient comes through the returns.
+            actions: Vec::new(),
             rewards: host(reward.clone().detach()),
             cont,
             values: host(value.clone().detach()),
@@ -390,32 +389,37 @@ impl DreamerV3Learner {
         let critic_loss = host(critic_total.inner())[0] as f64;
         let critic_surrogate = (logits * tensor2(&grad, rows, bins, &dev)).sum();
 
-        let taken = tensor2(&actions, rows, actions.len() / rows.max(1), &dev);
+        // The taken actions' log-probabilities only for REINFORCE (dynamics backpropagation
+        // differentiates the returns instead).
+        let taken = || tensor2(&actions, rows, actions.len() / rows.max(1), &dev);
         let (log_prob, entropy) = match self.actor.is_continuous() {
             false => {
                 let probs = self.actor.probs(feats_h);
                 let log_probs = probs.clone().log();
-                let log_prob = (log_probs.clone() * taken).sum_dims_squeeze::<1, _>(&[1]);
+                let log_prob = (log_probs.clone() * taken()).sum_dims_squeeze::<1, _>(&[1]);
                 (
-                    log_prob,
+                    Some(log_prob),
                     -(probs * log_probs).sum_dims_squeeze::<1, _>(&[1]),
                 )
             }
             true => {
                 let (mean, std) = self.actor.normal(feats_h);
                 let log_std = std.log();
-                let log_prob = diag_gaussian_log_prob(mean, log_std.clone(), taken);
+                let log_prob = returns_t
+                    .is_none()
+                    .then(|| diag_gaussian_log_prob(mean, log_std.clone(), taken()));
                 (log_prob, diag_gaussian_entropy(log_std))
             }
         };
         let mean_entropy = host(entropy.clone().mean().inner())[0] as f64;
         let eta = self.cfg.entropy_scale;
-        let actor_total = match returns_t {
-            Some(rt) => {
+        let actor_total = match (returns_t, log_prob) {
+            (Some(rt), _) => {
                 let scaled = rt.reshape([rows]).div_scalar(scale);
                 loss::actor_loss_dynamics(scaled, entropy, eta, weight).mean()
             }
-            None => {
+            (None, log_prob) => {
+                let log_prob = log_prob.expect("REINFORCE computes the log-probabilities");
                 let adv: Vec<f32> = (0..rows)
                     .map(|i| (returns[i] - values[i]) / scale as f32)
                     .collect();
@@ -572,7 +576,7 @@ pub enum Pick {
 }
 
 /// An imagined trajectory, time-major `[(H + 1)·N]` rows: the model states (no gradient),
-/// the actions taken from rows `0..H`, and the world model's and critic's predictions; for
+/// the actions taken from rows `0..H` (REINFORCE only), and the world model's and critic's predictions; for
 /// dynamics backpropagation also the rewards and values `[H + 1, N]` with their gradient.
 struct Imagined {
     feats: Tensor<2>,
