@@ -41,6 +41,7 @@ use std::path::Path;
 
 mod frozen;
 pub use frozen::frozen_policy;
+pub mod scale_out;
 
 /// Algorithms this build provides.
 pub const ALGORITHMS: &[&str] = &[

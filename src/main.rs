@@ -51,6 +51,25 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        #[command(flatten)]
+        scale: ScaleOut,
+    },
+    /// Join a run as an env runner process: its config, envs and policy shape come from the
+    /// learner's post on the broker (IMPALA, APPO).
+    Runner {
+        /// The broker: nats://HOST:PORT (credentials from RL_NATS_TOKEN, or RL_NATS_USER and
+        /// RL_NATS_PASSWORD).
+        #[arg(long)]
+        broker: String,
+        /// The run id the learner printed.
+        #[arg(long)]
+        run: String,
+        /// Device (default: the run's).
+        #[arg(long)]
+        device: Option<String>,
+        /// Exit when this process is no longer the parent (set by --local-runners).
+        #[arg(long, hide = true)]
+        parent_pid: Option<u32>,
     },
     /// Evaluate a checkpoint.
     Eval {
@@ -85,6 +104,8 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        #[command(flatten)]
+        scale: ScaleOut,
     },
     /// Record episodes of a trained policy into a dataset (.parquet or .npz), or with
     /// --replay write an off-policy checkpoint's replay buffer.
@@ -143,6 +164,60 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         steps: usize,
     },
+}
+
+/// Runners in other processes, over a NATS JetStream broker (IMPALA, APPO).
+#[derive(clap::Args, Debug, Clone)]
+struct ScaleOut {
+    /// Take the runners' batches from this broker (nats://HOST:PORT) instead of runner
+    /// threads; runners join with `rl runner --broker URL --run ID`. Credentials come from
+    /// RL_NATS_TOKEN, or RL_NATS_USER and RL_NATS_PASSWORD.
+    #[arg(long)]
+    broker: Option<String>,
+    /// The run id runners join (default: algorithm, env, seed and time).
+    #[arg(long = "run-id", requires = "broker")]
+    run_id: Option<String>,
+    /// Start this many runner processes here and restart any that dies.
+    #[arg(long, requires = "broker")]
+    local_runners: Option<usize>,
+}
+
+/// The learner's end of a broker run: the link the algorithm takes its batches through and
+/// the local runner processes (dropped after the algorithm, which posts the run's end).
+struct BrokerSide {
+    link: rl::on_policy::remote::BrokerLink,
+    local: Option<rl::scale_out::LocalRunners>,
+}
+
+/// Connects `scale.broker` for `run` and starts the local runners.
+fn broker_side(
+    scale: &ScaleOut,
+    run: &RunConfig,
+    device: Option<&str>,
+) -> Result<Option<BrokerSide>, RlError> {
+    let Some(url) = &scale.broker else {
+        return Ok(None);
+    };
+    let run_id = scale
+        .run_id
+        .clone()
+        .unwrap_or_else(|| rl::scale_out::default_run_id(run));
+    let broker = rl::scale_out::connect(url, &run_id)?;
+    eprintln!("run {run_id} on {url}: runners join with `rl runner --broker {url} --run {run_id}`");
+    let (local, restarts) = match scale.local_runners.filter(|&n| n > 0) {
+        None => (None, Default::default()),
+        Some(n) => {
+            let exe = std::env::current_exe()
+                .map_err(|e| RlError::Other(format!("the rl binary's path: {e}")))?;
+            let l = rl::scale_out::LocalRunners::start(&exe, n, url, &run_id, device)?;
+            let r = l.restarts.clone();
+            (Some(l), r)
+        }
+    };
+    Ok(Some(BrokerSide {
+        link: rl::on_policy::remote::BrokerLink { broker, restarts },
+        local,
+    }))
 }
 
 fn main() -> ExitCode {
@@ -240,6 +315,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             device,
             out,
             quiet,
+            scale,
         } => {
             let text = std::fs::read_to_string(&config).map_err(|e| {
                 RlError::Config(ConfigError::new(
@@ -256,7 +332,13 @@ fn real_main() -> Result<ExitCode, RlError> {
                 run.device = d;
             }
             let dev = device_named(&run.device)?;
-            if rl::is_multi_agent(&run) {
+            if let Some(side) = broker_side(&scale, &run, None)? {
+                let mut algo = rl::scale_out::build_with_broker(&run, &dev, &side.link)?;
+                train_and_report(algo.as_mut(), &run, out, quiet)?;
+                // The algorithm posts the run's end as it goes; then the runners are stopped.
+                drop(algo);
+                drop(side.local);
+            } else if rl::is_multi_agent(&run) {
                 let mut algo = rl::build_multi_agent(&run, &dev)?;
                 train_multi_agent_and_report(algo.as_mut(), &run, out, quiet)?;
             } else {
@@ -307,12 +389,31 @@ fn real_main() -> Result<ExitCode, RlError> {
             device,
             out,
             quiet,
+            scale,
         } => {
             let mut run = rl::checkpoint_config(&checkpoint)?;
             if let Some(d) = device {
                 run.device = d;
             }
             let dev = device_named(&run.device)?;
+            if scale.broker.is_some() && scale.run_id.is_none() {
+                // The batches a dead learner left in the queue are the same run's.
+                return Err(RlError::Config(ConfigError::new(
+                    "--run-id",
+                    "resuming over a broker needs the run id the checkpoint's run used",
+                )));
+            }
+            if let Some(side) = broker_side(&scale, &run, None)? {
+                let mut algo = rl::scale_out::load_with_broker(&checkpoint, &dev, &side.link)?;
+                if let Some(t) = total_timesteps {
+                    algo.set_total_timesteps(t);
+                    run.total_timesteps = t;
+                }
+                train_and_report(algo.as_mut(), &run, out, quiet)?;
+                drop(algo);
+                drop(side.local);
+                return Ok(ExitCode::SUCCESS);
+            }
             if rl::is_multi_agent(&run) {
                 let mut algo = rl::load_multi_agent(&checkpoint, &dev)?;
                 if let Some(t) = total_timesteps {
@@ -328,6 +429,34 @@ fn real_main() -> Result<ExitCode, RlError> {
                 run.total_timesteps = t;
             }
             train_and_report(algo.as_mut(), &run, out, quiet)?;
+        }
+        Cmd::Runner {
+            broker,
+            run,
+            device,
+            parent_pid,
+        } => {
+            #[cfg(not(unix))]
+            let _ = parent_pid;
+            #[cfg(unix)]
+            if let Some(parent) = parent_pid {
+                // A runner started by a learner leaves with it (even one killed with -9).
+                std::thread::spawn(move || {
+                    loop {
+                        if std::os::unix::process::parent_id() != parent {
+                            INTERRUPTED.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(250));
+                    }
+                });
+            }
+            let b = rl::scale_out::connect(&broker, &run)?;
+            let s = rl::scale_out::serve_runner(&b, device.as_deref(), &INTERRUPTED)?;
+            println!(
+                "{}",
+                serde_json::json!({"runner": s.runner, "batches": s.batches, "restarts": s.restarts})
+            );
         }
         Cmd::Record {
             checkpoint,

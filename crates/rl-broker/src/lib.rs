@@ -11,6 +11,9 @@
 //! - [`WeightsBucket`]: the learner's weights in a key-value bucket, tagged with the policy
 //!   version; weights larger than a NATS message go through the object store.
 //! - Every subject, stream and bucket is namespaced by the run id, so runs share a server.
+//! - [`RunBoard`]: the run's config for runner processes that join it ([`RunInfo`], with the
+//!   version that started it), runner ids unique within the run, heartbeats, and the
+//!   learner's notice that the run is over.
 //! - [`NatsServer`]: a real `nats-server -js` on 127.0.0.1 with a random port and its own
 //!   store, stopped by its pid (tests, local runs).
 //!
@@ -19,9 +22,11 @@
 
 #![warn(missing_docs)]
 
+mod board;
 mod server;
 mod transport;
 
+pub use board::{Heartbeat, RunBoard, RunInfo};
 pub use server::{NATS_SERVER_ENV, NatsServer};
 pub use transport::{NatsTransport, Wire};
 
@@ -321,6 +326,25 @@ impl Broker {
         })
     }
 
+    /// Makes this process the run's only learner: batches delivered to an earlier learner
+    /// and never acked (it died between taking and acking them) go to the next receiver at
+    /// once instead of after their ack wait. Call it before [`batch_queue`](Self::batch_queue)
+    /// on the learner's side only.
+    pub fn take_over_batches(&self) -> Result<(), BrokerError> {
+        let name = format!("RL_{}_BATCHES", self.inner.run);
+        let Ok(stream) = self.block_on(self.inner.js.get_stream(&name)) else {
+            // No stream yet: nothing was delivered.
+            return Ok(());
+        };
+        if self.block_on(stream.consumer_info("learner")).is_err() {
+            // No consumer: no learner took anything.
+            return Ok(());
+        }
+        self.block_on(stream.delete_consumer("learner"))
+            .map(drop)
+            .map_err(|e| js_error(format!("delete consumer learner on {name}"), e))
+    }
+
     /// The run's weights bucket (created if missing).
     pub fn weights(&self) -> Result<WeightsBucket, BrokerError> {
         let bucket = format!("rl_{}_weights", self.inner.run);
@@ -466,20 +490,28 @@ impl BatchQueue {
     pub fn recv(&self, timeout: Duration) -> Result<Option<Delivery>, BrokerError> {
         let what = || format!("fetch from {}", self.subject);
         let rt = &self.broker.inner.rt;
+        let expires = timeout.max(Duration::from_millis(10));
         let msg = rt.block_on(async {
-            let mut batch = self
-                .consumer
-                .batch()
-                .max_messages(1)
-                .expires(timeout.max(Duration::from_millis(10)))
-                .messages()
+            let fetch = async {
+                let mut batch = self
+                    .consumer
+                    .batch()
+                    .max_messages(1)
+                    .expires(expires)
+                    .messages()
+                    .await
+                    .map_err(|e| js_error(what(), e))?;
+                batch
+                    .next()
+                    .await
+                    .transpose()
+                    .map_err(|e| js_error(what(), e))
+            };
+            // A request the server lost (it restarted meanwhile) is never answered: give up
+            // on it shortly after it expired.
+            tokio::time::timeout(expires + Duration::from_secs(1), fetch)
                 .await
-                .map_err(|e| js_error(what(), e))?;
-            batch
-                .next()
-                .await
-                .transpose()
-                .map_err(|e| js_error(what(), e))
+                .unwrap_or(Ok(None))
         })?;
         let Some(msg) = msg else { return Ok(None) };
         let (delivered, age) = msg
@@ -565,8 +597,45 @@ fn parse_meta(msg: &jetstream::Message) -> Result<BatchMeta, String> {
 /// ones above it (batches arrive roughly in order, so the set stays small). Saved in the
 /// learner's checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<UsedByRunner>", from = "Vec<UsedByRunner>")]
 pub struct UsedBatches {
     runners: BTreeMap<u32, (u64, BTreeSet<u64>)>,
+}
+
+/// [`UsedBatches`] as saved: a list, since JSON's map keys are strings (which a flattened
+/// checkpoint entry would not read back as numbers).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsedByRunner {
+    runner: u32,
+    /// Every sequence below this was used.
+    below: u64,
+    /// The used ones above it.
+    above: BTreeSet<u64>,
+}
+
+impl From<UsedBatches> for Vec<UsedByRunner> {
+    fn from(u: UsedBatches) -> Self {
+        u.runners
+            .into_iter()
+            .map(|(runner, (below, above))| UsedByRunner {
+                runner,
+                below,
+                above,
+            })
+            .collect()
+    }
+}
+
+impl From<Vec<UsedByRunner>> for UsedBatches {
+    fn from(v: Vec<UsedByRunner>) -> Self {
+        Self {
+            runners: v
+                .into_iter()
+                .map(|r| (r.runner, (r.below, r.above)))
+                .collect(),
+        }
+    }
 }
 
 impl UsedBatches {
@@ -580,6 +649,13 @@ impl UsedBatches {
             *below += 1;
         }
         true
+    }
+
+    /// How many of `runner`'s batches were used.
+    pub fn count(&self, runner: u32) -> u64 {
+        self.runners
+            .get(&runner)
+            .map_or(0, |(below, above)| below + above.len() as u64)
     }
 
     /// Whether `meta` was used.
@@ -753,6 +829,17 @@ mod tests {
         // 0 and 1 are below the watermark now, nothing above it.
         assert_eq!(u.runners[&0], (2, BTreeSet::new()));
         let back: UsedBatches = serde_json::from_str(&serde_json::to_string(&u).unwrap()).unwrap();
+        assert_eq!(back, u);
+        assert_eq!((u.count(0), u.count(1), u.count(7)), (2, 1, 0));
+        // Read back through a flattened map too, as a checkpoint's state.json holds it.
+        #[derive(serde::Deserialize)]
+        struct Outer {
+            #[serde(flatten)]
+            rest: serde_json::Map<String, serde_json::Value>,
+        }
+        let text = serde_json::json!({ "used_batches": u }).to_string();
+        let outer: Outer = serde_json::from_str(&text).unwrap();
+        let back: UsedBatches = serde_json::from_value(outer.rest["used_batches"].clone()).unwrap();
         assert_eq!(back, u);
     }
 

@@ -149,7 +149,8 @@ impl<B: Wire + Send> Transport<B> for NatsTransport<B> {
             if left.is_zero() {
                 return None;
             }
-            let d = match self.queue.recv(left) {
+            // Short fetches, so that one lost with a restarting server costs little.
+            let d = match self.queue.recv(left.min(Duration::from_secs(1))) {
                 Ok(Some(d)) => d,
                 Ok(None) => return None,
                 Err(BrokerError::Message { message, .. }) => {

@@ -6,7 +6,9 @@
 
 use crate::agent::BuildContext;
 use crate::policy::{ActorCritic, PolicyKwargs};
+use crate::remote::{BrokerLink, RemoteRunners};
 use crate::rollout::{CollectorState, RolloutCollector};
+use rl_broker::UsedBatches;
 use rl_core::Space;
 use rl_core::actor_learner::{
     ChannelTransport, Intake, Runner, RunnerPool, RunnerReports, Tagged, Transport, Versioned,
@@ -173,6 +175,8 @@ pub enum RunnerSet {
         /// The latest published weights.
         latest: Arc<Versioned>,
     },
+    /// Runner processes over a broker (see [`crate::remote`]).
+    Remote(Box<RemoteRunners>),
     /// One thread per runner.
     Threads {
         /// The threads.
@@ -243,6 +247,16 @@ impl RunnerSet {
                     timeout.as_secs_f64()
                 ))
             }),
+            RunnerSet::Remote(r) => r.transport.recv(timeout).ok_or_else(|| {
+                RlError::Other(format!(
+                    "no batch from the runner processes of run {:?} within \
+                     learner_queue_timeout = {} s (start runners with `rl runner --broker \
+                     URL --run {}`)",
+                    r.run_id,
+                    timeout.as_secs_f64(),
+                    r.run_id
+                ))
+            }),
         }
     }
 
@@ -251,6 +265,7 @@ impl RunnerSet {
         match self {
             RunnerSet::Lockstep { latest, .. } => *latest = w,
             RunnerSet::Threads { transport, .. } => transport.publish(w),
+            RunnerSet::Remote(r) => r.transport.publish(w),
         }
     }
 
@@ -264,6 +279,7 @@ impl RunnerSet {
                 transport.queue_len(),
                 reports.restarts.load(Ordering::SeqCst),
             ),
+            RunnerSet::Remote(r) => (r.transport.queue_len(), r.restarts.load(Ordering::SeqCst)),
         }
     }
 
@@ -277,7 +293,7 @@ impl RunnerSet {
     pub fn env_stats(&self) -> Option<Vec<serde_json::Value>> {
         match self {
             RunnerSet::Lockstep { runners, .. } => Some(runners[0].collector.env.save_stats()),
-            RunnerSet::Threads { .. } => None,
+            RunnerSet::Threads { .. } | RunnerSet::Remote(_) => None,
         }
     }
 
@@ -295,7 +311,7 @@ impl RunnerSet {
                     })
                 })
                 .collect(),
-            RunnerSet::Threads { .. } => Ok(Vec::new()),
+            RunnerSet::Threads { .. } | RunnerSet::Remote(_) => Ok(Vec::new()),
         }
     }
 
@@ -469,6 +485,10 @@ pub struct CoreState {
     pub rng_predict: Rng,
     /// Lockstep runners (empty for threaded ones).
     pub runners: Vec<RunnerState>,
+    /// Runner processes: the (runner, sequence) pairs of the batches used (their
+    /// redeliveries to a restarted learner are skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_batches: Option<UsedBatches>,
 }
 
 /// What `state.json` holds: the shell's [`CoreState`] and the learner's entries, side by side.
@@ -543,6 +563,40 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
     /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters): the learner's
     /// policy on `device.autodiff()`, the runners acting on `device` with its inference copy.
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        let mut a = Self::build(run, make_env, device, None)?;
+        a.publish_current();
+        Ok(a)
+    }
+
+    /// [`new`](Self::new) with the runners in other processes: the learner posts the run for
+    /// them on `link`'s broker and takes their batches from it (the runners join with
+    /// [`serve_runner`](crate::remote::serve_runner)).
+    pub fn with_broker(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        let mut a = Self::build(run, make_env, device, Some(link))?;
+        a.publish_current();
+        Ok(a)
+    }
+
+    /// Publishes the learner's weights as its current version.
+    fn publish_current(&mut self) {
+        let w = Arc::new(Versioned {
+            version: self.version,
+            weights: self.learner.weights(),
+        });
+        self.runners.publish(w);
+    }
+
+    fn build(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         if run.normalize.shared {
             // Each runner's envs live with the runner (on its thread): no one set to share.
@@ -574,8 +628,15 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
             version: 0,
             weights: learner.weights(),
         };
-        let policy = learner.policy();
-        let runners = RunnerSet::new(run, make_env, &settings, policy, &infer, initial)?;
+        let runners = match link {
+            None => RunnerSet::new(run, make_env, &settings, learner.policy(), &infer, initial)?,
+            Some(link) => RunnerSet::Remote(Box::new(RemoteRunners::start(
+                link,
+                run,
+                settings.learner_queue_size,
+                initial,
+            )?)),
+        };
         Ok(Self {
             run: run.clone(),
             learner,
@@ -595,8 +656,29 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
     /// Lockstep runners resume where they were; threaded runners start new episodes.
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, None)
+    }
+
+    /// [`load`](Self::load) with the runners in other processes (see
+    /// [`with_broker`](Self::with_broker)): batches the checkpoint had used are skipped when
+    /// the broker redelivers them.
+    pub fn load_with_broker(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, Some(link))
+    }
+
+    fn load_with(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let (ck, run) = read_run(dir, L::NAME)?;
-        let mut a = Self::new(&run, make_env, device)?;
+        let mut a = Self::build(&run, make_env, device, link)?;
         let s: SavedState = read_json(&ck, "state.json")?;
         a.learner.load_state(&ck, &s.learner)?;
         load_plugin(&mut a.curiosity, &ck, &s.learner)?;
@@ -608,6 +690,9 @@ impl<L: ActorLearner> ActorLearnerAgent<L> {
         a.updates_since_broadcast = c.updates_since_broadcast;
         a.intake.dropped = c.dropped_batches;
         a.rng_predict = c.rng_predict;
+        if let (RunnerSet::Remote(r), Some(used)) = (&a.runners, c.used_batches) {
+            r.transport.set_used(used);
+        }
         let weights = Arc::new(Versioned {
             version: a.version,
             weights: a.learner.weights(),
@@ -775,6 +860,10 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
                 dropped_batches: self.intake.dropped,
                 rng_predict: self.rng_predict.clone(),
                 runners: self.runners.states()?,
+                used_batches: match &self.runners {
+                    RunnerSet::Remote(r) => Some(r.transport.used()),
+                    _ => None,
+                },
             },
             learner: entries,
         };

@@ -8,6 +8,7 @@ pub mod loss;
 pub mod multi_agent;
 pub mod policy;
 pub mod recurrent;
+pub mod remote;
 pub mod rollout;
 
 pub use agent::{

@@ -1,0 +1,511 @@
+//! The actor-learner algorithms (IMPALA, APPO) with runners in other processes, over the NATS
+//! broker (rl-broker): [`RunnerBatch`] as bytes, the learner's side ([`RemoteRunners`]: the
+//! run's info posted for runners, batches from the work queue, weights into the bucket) and
+//! a runner process's loop ([`serve_runner`]).
+
+use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch};
+use rl_broker::{Broker, NatsTransport, RunBoard, RunInfo, Wire};
+use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
+use rl_core::agent::EnvMaker;
+use rl_core::buffers::RolloutBuffer;
+use rl_core::burn::module::Module;
+use rl_core::burn::tensor::Device;
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::vec_env::EpisodeStats;
+use rl_core::{RlError, Rng};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Leading bytes of an encoded [`RunnerBatch`] and its format version.
+const MAGIC: &[u8; 4] = b"RLRB";
+const FORMAT: u16 = 1;
+
+/// A delivered batch not acked within this time goes to the next learner (the learner acks
+/// as it takes a batch, so this only matters for a learner that dies in between).
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f64(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f32s(&mut self, v: &[f32]) {
+        self.u64(v.len() as u64);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize, field: &str) -> Result<&[u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(format!(
+                "{field}: the batch ends at byte {} (expected {n} more bytes)",
+                self.bytes.len()
+            ));
+        };
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u64(&mut self, field: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8, field)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn usize(&mut self, field: &str) -> Result<usize, String> {
+        let v = self.u64(field)?;
+        usize::try_from(v).map_err(|_| format!("{field}: {v} does not fit this machine"))
+    }
+    fn f64(&mut self, field: &str) -> Result<f64, String> {
+        Ok(f64::from_le_bytes(
+            self.take(8, field)?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A length-prefixed f32 array of exactly `expected` values (None: any length).
+    fn f32s(&mut self, field: &str, expected: Option<usize>) -> Result<Vec<f32>, String> {
+        let n = self.usize(field)?;
+        if let Some(e) = expected
+            && n != e
+        {
+            return Err(format!("{field}: {n} values, expected {e}"));
+        }
+        // The length is checked against the bytes left before anything is allocated.
+        let raw = self.take(n.saturating_mul(4), field)?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+}
+
+impl Wire for RunnerBatch {
+    fn encode(&self) -> Vec<u8> {
+        let b = &self.buffer;
+        let mut w = Writer(Vec::with_capacity(
+            64 + 4 * (b.obs.len() * 2 + b.actions.len() + b.rewards.len() * 8),
+        ));
+        w.0.extend_from_slice(MAGIC);
+        w.0.extend_from_slice(&FORMAT.to_le_bytes());
+        for d in [b.n_steps, b.n_envs, b.obs_dim, b.act_dim, b.state_dim] {
+            w.u64(d as u64);
+        }
+        for v in [
+            &b.obs,
+            &b.actions,
+            &b.rewards,
+            &b.episode_starts,
+            &b.values,
+            &b.log_probs,
+            &b.advantages,
+            &b.returns,
+            &b.next_obs,
+            &b.bootstraps,
+            &b.last_values,
+            &b.last_dones,
+            &b.states,
+            &self.last_obs,
+            &self.last_dones,
+        ] {
+            w.f32s(v);
+        }
+        w.u64(self.chains.len() as u64);
+        for &c in &self.chains {
+            w.u64(c as u64);
+        }
+        w.u64(self.episodes.len() as u64);
+        for e in &self.episodes {
+            w.u64(e.env as u64);
+            w.f64(e.ret);
+            w.u64(e.len as u64);
+        }
+        w.f64(self.seconds);
+        w.0
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4, "magic")? != MAGIC {
+            return Err("not a runner batch (expected the bytes RLRB first)".into());
+        }
+        let format = u16::from_le_bytes(r.take(2, "format")?.try_into().expect("2 bytes"));
+        if format != FORMAT {
+            return Err(format!("format version {format}, expected {FORMAT}"));
+        }
+        let n_steps = r.usize("n_steps")?;
+        let n_envs = r.usize("n_envs")?;
+        let obs_dim = r.usize("obs_dim")?;
+        let act_dim = r.usize("act_dim")?;
+        let state_dim = r.usize("state_dim")?;
+        let n = n_steps
+            .checked_mul(n_envs)
+            .ok_or("n_steps × n_envs overflows")?;
+        let times = |k: usize, field: &str| {
+            n.checked_mul(k)
+                .ok_or_else(|| format!("{field}: size overflows"))
+        };
+        let mut b = RolloutBuffer::new(0, 0, obs_dim, act_dim);
+        (b.n_steps, b.n_envs, b.state_dim) = (n_steps, n_envs, state_dim);
+        b.obs = r.f32s("obs", Some(times(obs_dim, "obs")?))?;
+        b.actions = r.f32s("actions", Some(times(act_dim, "actions")?))?;
+        b.rewards = r.f32s("rewards", Some(n))?;
+        b.episode_starts = r.f32s("episode_starts", Some(n))?;
+        b.values = r.f32s("values", Some(n))?;
+        b.log_probs = r.f32s("log_probs", Some(n))?;
+        b.advantages = r.f32s("advantages", Some(n))?;
+        b.returns = r.f32s("returns", Some(n))?;
+        b.next_obs = r.f32s("next_obs", Some(times(obs_dim, "next_obs")?))?;
+        b.bootstraps = r.f32s("bootstraps", Some(n))?;
+        b.last_values = r.f32s("last_values", None)?;
+        b.last_dones = r.f32s("last_dones", None)?;
+        b.states = r.f32s("states", Some(times(state_dim, "states")?))?;
+        let last_obs = r.f32s("last_obs", None)?;
+        let last_dones = r.f32s("batch last_dones", None)?;
+        if obs_dim > 0 && last_obs.len() != last_dones.len() * obs_dim {
+            return Err(format!(
+                "last_obs: {} values for {} rows of {obs_dim}",
+                last_obs.len(),
+                last_dones.len()
+            ));
+        }
+        let n_chains = r.usize("chains")?;
+        let mut chains = Vec::with_capacity(n_chains.min(bytes.len() / 8));
+        for _ in 0..n_chains {
+            chains.push(r.usize("chains")?);
+        }
+        if !chains.is_empty() && chains.iter().sum::<usize>() != n {
+            return Err(format!("chains: lengths sum to {}, expected {n} rows", {
+                chains.iter().sum::<usize>()
+            }));
+        }
+        let n_episodes = r.usize("episodes")?;
+        let mut episodes = Vec::with_capacity(n_episodes.min(bytes.len() / 24));
+        for _ in 0..n_episodes {
+            episodes.push(EpisodeStats {
+                env: r.usize("episodes.env")?,
+                ret: r.f64("episodes.ret")?,
+                len: r.usize("episodes.len")?,
+            });
+        }
+        let seconds = r.f64("seconds")?;
+        if r.at != bytes.len() {
+            return Err(format!(
+                "{} bytes after the batch's end",
+                bytes.len() - r.at
+            ));
+        }
+        Ok(RunnerBatch {
+            buffer: b,
+            last_obs,
+            last_dones,
+            chains,
+            episodes,
+            seconds,
+        })
+    }
+}
+
+/// The version string runners and learner compare: the package version and the batch
+/// format.
+pub fn wire_version() -> String {
+    format!("{}+batch{FORMAT}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How a learner reaches its runner processes: the broker, and the count of runner
+/// processes restarted by whoever supervises them (`rl train --local-runners N`), which the
+/// learner reports as `perf/runner_restarts`.
+#[derive(Debug, Clone)]
+pub struct BrokerLink {
+    /// The run's connection.
+    pub broker: Broker,
+    /// Runner processes restarted so far.
+    pub restarts: Arc<AtomicU64>,
+}
+
+/// The learner's side of a run whose runners are processes: batches from the run's work
+/// queue, weights into its bucket, the run's info on its board. Dropping it posts that the
+/// run is over (the runners exit).
+pub struct RemoteRunners {
+    /// Batches in, weights out.
+    pub transport: Arc<NatsTransport<RunnerBatch>>,
+    /// The run's notices.
+    pub board: RunBoard,
+    /// The run id.
+    pub run_id: String,
+    /// Runner processes restarted (by a local supervisor; shared with it).
+    pub restarts: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for RemoteRunners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteRunners")
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+impl RemoteRunners {
+    /// Connects the learner of `run` to the broker: posts the run's info for runners to join
+    /// and opens the queue (`queue_size` batches). Nothing is published yet: the learner
+    /// publishes its weights once they are final (a fresh run's, or a checkpoint's), so that
+    /// runners never act with a placeholder.
+    pub fn start(
+        link: &BrokerLink,
+        run: &RunConfig,
+        queue_size: usize,
+        placeholder: Versioned,
+    ) -> Result<Self, RlError> {
+        let err = |e: rl_broker::BrokerError| RlError::Other(e.to_string());
+        let board = link.broker.board().map_err(err)?;
+        board
+            .post_info(&RunInfo {
+                rl_version: wire_version(),
+                algorithm: run.algorithm.to_ascii_lowercase(),
+                config_yaml: rl_core::runner::config_yaml(run)?,
+            })
+            .map_err(err)?;
+        // Batches a dead learner took but never acked come back at once.
+        link.broker.take_over_batches().map_err(err)?;
+        let transport =
+            NatsTransport::new(&link.broker, queue_size, ACK_WAIT, placeholder).map_err(err)?;
+        Ok(Self {
+            transport: Arc::new(transport),
+            board,
+            run_id: link.broker.run_id().to_string(),
+            restarts: link.restarts.clone(),
+        })
+    }
+}
+
+impl Drop for RemoteRunners {
+    fn drop(&mut self) {
+        // Best effort: a runner that misses it waits for its next batch's room forever only
+        // until its supervisor stops it.
+        let _ = self.board.post_finished();
+    }
+}
+
+/// What a runner process did, when it stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServeSummary {
+    /// Its runner id in the run.
+    pub runner: u32,
+    /// Batches it sent.
+    pub batches: u64,
+    /// Collections that failed or panicked (each followed by a reset).
+    pub restarts: u64,
+}
+
+/// A runner process's loop for the run `broker` belongs to, whose config `run` came from the
+/// run's [`RunInfo`]: claims a runner id, waits for the learner's weights, then collects and
+/// sends batches (acting with the latest weights) until the learner posts that the run is
+/// over, `stop` is set, or the broker refuses a batch for good. A collection that panics or
+/// fails resets the runner's envs and continues.
+pub fn serve_runner<L: ActorLearner>(
+    broker: &Broker,
+    run: &RunConfig,
+    make_env: EnvMaker<'_>,
+    device: &Device,
+    stop: &AtomicBool,
+) -> Result<ServeSummary, RlError> {
+    let err = |e: rl_broker::BrokerError| RlError::Other(e.to_string());
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+    let settings = L::settings(&cfg);
+    let probe = make_env(run)?;
+    let spaces = (
+        probe.observation_space().clone(),
+        probe.action_space().clone(),
+    );
+    drop(probe);
+    // The architecture only: the weights come from the learner.
+    let mut rng = Rng::for_stream(run.seed, "init");
+    let autodiff = device.clone().autodiff();
+    let policy = L::make_policy(&cfg, (&spaces.0, &spaces.1), &mut rng, &autodiff)?.valid();
+    let board = broker.board().map_err(err)?;
+    let id = board.claim_runner_id().map_err(err)?;
+    let mut runner = EnvRunner::new(
+        run,
+        make_env,
+        settings.runner,
+        id as usize,
+        policy,
+        device.clone(),
+    )?;
+    let placeholder = Versioned {
+        version: u64::MAX,
+        weights: Default::default(),
+    };
+    let transport = NatsTransport::<RunnerBatch>::new(
+        broker,
+        settings.learner_queue_size,
+        ACK_WAIT,
+        placeholder,
+    )
+    .map_err(err)?;
+    let mut summary = ServeSummary {
+        runner: id,
+        ..ServeSummary::default()
+    };
+    // The learner's notice (or `stop`) closes the transport, which ends a send that waits
+    // for room in a full queue.
+    let done = AtomicBool::new(false);
+    let sent = AtomicU64::new(0);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                let _ = board.heartbeat(id, sent.load(Ordering::SeqCst));
+                if stop.load(Ordering::SeqCst) || board.finished().unwrap_or(false) {
+                    transport.close();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        });
+        let r = serve_loop(&mut runner, &transport, id, &sent, &mut summary);
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    // The last word: every batch this runner sent (the learner's count is checked against it).
+    let _ = board.heartbeat(id, summary.batches);
+    result.map(|()| summary)
+}
+
+/// Collects and sends until the transport closes.
+fn serve_loop(
+    runner: &mut EnvRunner,
+    transport: &NatsTransport<RunnerBatch>,
+    id: u32,
+    sent: &AtomicU64,
+    summary: &mut ServeSummary,
+) -> Result<(), RlError> {
+    loop {
+        if transport.is_closed() {
+            return Ok(());
+        }
+        let w = transport.latest();
+        if w.version == u64::MAX {
+            // Nothing published yet.
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        let collected = catch_unwind(AssertUnwindSafe(|| runner.collect(&w)));
+        let (version, batch) = match collected {
+            Ok(Ok(vb)) => vb,
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "a panic".into(),
+                };
+                eprintln!("runner {id}: collection failed ({why}); resetting its envs");
+                summary.restarts += 1;
+                runner.reset()?;
+                continue;
+            }
+        };
+        let tagged = Tagged {
+            version,
+            runner: id as usize,
+            sent: Instant::now(),
+            batch,
+        };
+        match transport.send(tagged) {
+            Ok(()) => {
+                summary.batches += 1;
+                sent.store(summary.batches, Ordering::SeqCst);
+            }
+            // Closed: the run is over.
+            Err(_) if transport.is_closed() => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The run's config from its info, checked against this binary's version.
+pub fn joined_run(info: &RunInfo) -> Result<RunConfig, RlError> {
+    info.check_version(&wire_version())
+        .map_err(|e| RlError::Other(e.to_string()))?;
+    RunConfig::from_yaml(&info.config_yaml, &[], "the run's config (from the broker)")
+        .map_err(|e: ConfigError| RlError::Config(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch() -> RunnerBatch {
+        let mut b = RolloutBuffer::new(3, 2, 4, 1);
+        for (i, x) in b.obs.iter_mut().enumerate() {
+            *x = i as f32 * 0.5;
+        }
+        b.rewards = vec![1.0, 0.0, 1.0, 1.0, -1.0, 2.5];
+        b.log_probs = vec![-0.1, -0.2, -0.3, -0.4, -0.5, -0.6];
+        b.last_values = vec![0.25, 0.75];
+        RunnerBatch {
+            buffer: b,
+            last_obs: vec![9.0; 8],
+            last_dones: vec![0.0, 1.0],
+            chains: Vec::new(),
+            episodes: vec![EpisodeStats {
+                env: 1,
+                ret: 17.0,
+                len: 17,
+            }],
+            seconds: 0.125,
+        }
+    }
+
+    #[test]
+    fn a_runner_batch_survives_the_wire_bit_for_bit() {
+        let b = batch();
+        let back = RunnerBatch::decode(&b.encode()).unwrap();
+        assert_eq!(back.buffer.obs, b.buffer.obs);
+        assert_eq!(back.buffer.rewards, b.buffer.rewards);
+        assert_eq!(back.buffer.log_probs, b.buffer.log_probs);
+        assert_eq!(back.buffer.last_values, b.buffer.last_values);
+        assert_eq!(
+            (back.buffer.n_steps, back.buffer.n_envs, back.buffer.obs_dim),
+            (3, 2, 4)
+        );
+        assert_eq!(back.buffer.len(), 6);
+        assert_eq!(back.last_obs, b.last_obs);
+        assert_eq!(back.last_dones, b.last_dones);
+        assert_eq!(back.episodes, b.episodes);
+        assert_eq!(back.seconds, 0.125);
+        // Encoding the decoded batch gives the same bytes: nothing was lost or reordered.
+        assert_eq!(back.encode(), b.encode());
+    }
+
+    #[test]
+    fn a_malformed_batch_is_an_error_naming_what_was_expected() {
+        let bytes = batch().encode();
+        let e = RunnerBatch::decode(&bytes[..bytes.len() - 3]).unwrap_err();
+        assert!(
+            e.contains("seconds") && e.contains("expected 8 more bytes"),
+            "{e}"
+        );
+        let e = RunnerBatch::decode(b"JUNKJUNK").unwrap_err();
+        assert!(e.contains("RLRB"), "{e}");
+        let mut more = bytes.clone();
+        more.push(0);
+        assert!(RunnerBatch::decode(&more).unwrap_err().contains("after"));
+        // A count that promises more values than there are bytes is refused before any
+        // allocation: n_steps claims 2^40 rows.
+        let mut huge = bytes.clone();
+        huge[6..14].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let e = RunnerBatch::decode(&huge).unwrap_err();
+        assert!(e.contains("obs"), "{e}");
+    }
+}

