@@ -71,6 +71,29 @@ enum Cmd {
         #[arg(long, hide = true)]
         parent_pid: Option<u32>,
     },
+    /// The broker's cost per batch: `n` batches of a runner's size sent and taken (stored,
+    /// fetched and acked) one after another on a scratch run (`cargo xtask bench` runs it).
+    #[command(hide = true)]
+    BrokerOverhead {
+        /// nats://HOST:PORT.
+        #[arg(long)]
+        broker: String,
+        /// Steps per env in a batch.
+        #[arg(long)]
+        n_steps: usize,
+        /// Envs per runner.
+        #[arg(long)]
+        n_envs: usize,
+        /// Observation length.
+        #[arg(long)]
+        obs_dim: usize,
+        /// Action length.
+        #[arg(long)]
+        act_dim: usize,
+        /// Batches to time.
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+    },
     /// Evaluate a checkpoint.
     Eval {
         /// Checkpoint directory.
@@ -456,6 +479,23 @@ fn real_main() -> Result<ExitCode, RlError> {
             println!(
                 "{}",
                 serde_json::json!({"runner": s.runner, "batches": s.batches, "restarts": s.restarts})
+            );
+        }
+        Cmd::BrokerOverhead {
+            broker,
+            n_steps,
+            n_envs,
+            obs_dim,
+            act_dim,
+            n,
+        } => {
+            let run = format!("overhead-{}", std::process::id());
+            let b = rl::scale_out::connect(&broker, &run)?;
+            let (bytes, us) =
+                rl::scale_out::broker_overhead(&b, n_steps, n_envs, obs_dim, act_dim, n)?;
+            println!(
+                "{}",
+                serde_json::json!({"batch_bytes": bytes, "batches": n, "us_per_batch": us})
             );
         }
         Cmd::Record {

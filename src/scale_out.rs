@@ -16,8 +16,9 @@ use std::time::Duration;
 /// Algorithms whose runners can be processes over a broker.
 pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo"];
 
-/// How long a runner waits for the learner to post its run.
-const JOIN_WAIT: Duration = Duration::from_secs(60);
+/// How long a runner waits for the learner to post its run (seconds; `RL_RUNNER_JOIN_WAIT_S`
+/// overrides it).
+const JOIN_WAIT_S: u64 = 60;
 
 fn broker_err(e: rl_broker::BrokerError) -> RlError {
     RlError::Other(e.to_string())
@@ -112,7 +113,11 @@ pub fn serve_runner(
     stop: &AtomicBool,
 ) -> Result<ServeSummary, RlError> {
     let board = broker.board().map_err(broker_err)?;
-    let info = board.info(JOIN_WAIT).map_err(broker_err)?;
+    let wait = std::env::var("RL_RUNNER_JOIN_WAIT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(JOIN_WAIT_S);
+    let info = board.info(Duration::from_secs(wait)).map_err(broker_err)?;
     let run = joined_run(&info)?;
     rl_core::kernels::apply(run.kernels)?;
     let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
@@ -124,6 +129,52 @@ pub fn serve_runner(
         "appo" => serve::<rl_appo::AppoLearner>(broker, &run, env, &dev, stop),
         other => Err(unsupported(other)),
     }
+}
+
+/// Microseconds per batch of the broker's round: a runner batch of `n_steps × n_envs` rows
+/// (observations of `obs_dim`, actions of `act_dim`) encoded, stored (the server's ack
+/// awaited), fetched, decoded and acked, `n` times one after another on `broker`'s run
+/// (which should be a scratch one). Returns the encoded size and the mean µs.
+pub fn broker_overhead(
+    broker: &Broker,
+    n_steps: usize,
+    n_envs: usize,
+    obs_dim: usize,
+    act_dim: usize,
+    n: usize,
+) -> Result<(usize, f64), RlError> {
+    use rl_broker::{BatchMeta, Wire};
+    use rl_on_policy::actor_learner::RunnerBatch;
+    let batch = RunnerBatch {
+        buffer: rl_core::buffers::RolloutBuffer::new(n_steps, n_envs, obs_dim, act_dim),
+        last_obs: vec![0.0; n_envs * obs_dim],
+        last_dones: vec![0.0; n_envs],
+        chains: Vec::new(),
+        episodes: Vec::new(),
+        seconds: 0.0,
+    };
+    let queue = broker
+        .batch_queue(16, Duration::from_secs(30))
+        .map_err(broker_err)?;
+    let bytes = batch.encode().len();
+    let t = std::time::Instant::now();
+    for seq in 0..n as u64 {
+        let meta = BatchMeta {
+            runner: 0,
+            seq,
+            version: 0,
+        };
+        queue
+            .send(meta, batch.encode().into(), Duration::from_secs(10))
+            .map_err(broker_err)?;
+        let d = queue
+            .recv(Duration::from_secs(10))
+            .map_err(broker_err)?
+            .ok_or_else(|| RlError::Other("a sent batch did not come back within 10 s".into()))?;
+        RunnerBatch::decode(&d.payload).map_err(RlError::Other)?;
+        queue.ack(&d).map_err(broker_err)?;
+    }
+    Ok((bytes, t.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64))
 }
 
 /// Runner processes started and kept alive by the learner's process: one that exits (or is

@@ -408,3 +408,64 @@ fn a_server_restarted_mid_run_loses_no_batch() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_runner_of_another_version_is_refused_with_both_versions_named() {
+    let dir = tmp("version");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let broker = Broker::connect(&BrokerConfig {
+        url: server.url(),
+        run_id: "other-version".into(),
+        auth: Auth::None,
+    })
+    .unwrap();
+    broker
+        .board()
+        .unwrap()
+        .post_info(&rl::broker::RunInfo {
+            rl_version: "0.0.1+batch0".into(),
+            algorithm: "impala".into(),
+            config_yaml: "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 1000\n".into(),
+        })
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args([
+            "runner",
+            "--broker",
+            &server.url(),
+            "--run",
+            "other-version",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("started by rl 0.0.1+batch0")
+            && err.contains(&rl::on_policy::remote::wire_version()),
+        "{err}"
+    );
+    // It never claimed a runner id.
+    assert!(broker.board().unwrap().heartbeats().unwrap().is_empty());
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_runner_for_a_run_nobody_started_says_so() {
+    let dir = tmp("no-run");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let out = Command::new(env!("CARGO_BIN_EXE_rl"))
+        .args(["runner", "--broker", &server.url(), "--run", "nobody"])
+        .env("RL_RUNNER_JOIN_WAIT_S", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no learner has posted run \"nobody\""),
+        "{err}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

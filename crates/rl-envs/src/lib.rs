@@ -6,6 +6,7 @@ pub mod classic;
 pub mod faults;
 pub mod multi_agent;
 pub mod pixels;
+pub mod slow;
 pub mod testing;
 pub mod toy_text;
 
@@ -117,6 +118,9 @@ pub fn registry() -> Registry {
         },
         Some(999),
     );
+    // For benchmarks of runner processes (see `slow`); its wrapped env brings its own
+    // time limit.
+    r.register("SlowEnv-v0", slow::SlowEnv::from_kwargs, None);
     // For fault tests (see `faults`); its wrapped env brings its own time limit.
     r.register(
         "FaultInjection-v0",
