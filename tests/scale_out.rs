@@ -423,7 +423,7 @@ fn a_runner_of_another_version_is_refused_with_both_versions_named() {
         .board()
         .unwrap()
         .post_info(&rl::broker::RunInfo {
-            rl_version: "0.0.1+batch0".into(),
+            rl_version: "0.0.1+wire0".into(),
             algorithm: "impala".into(),
             config_yaml: "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 1000\n".into(),
         })
@@ -441,8 +441,7 @@ fn a_runner_of_another_version_is_refused_with_both_versions_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("started by rl 0.0.1+batch0")
-            && err.contains(&rl::on_policy::remote::wire_version()),
+        err.contains("started by rl 0.0.1+wire0") && err.contains(&rl::broker::protocol_version()),
         "{err}"
     );
     // It never claimed a runner id.
@@ -466,6 +465,57 @@ fn a_runner_for_a_run_nobody_started_says_so() {
         err.contains("no learner has posted run \"nobody\""),
         "{err}"
     );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn es_with_two_worker_processes_takes_the_in_process_steps_bit_for_bit() {
+    use rl::core::Algorithm;
+    use rl::core::burn::tensor::Device;
+    let dir = tmp("es");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let run = rl::core::config::RunConfig::from_yaml(
+        "algorithm: es\nenv_id: CartPole-v1\ntotal_timesteps: 100000\nseed: 3\n\
+         algo_kwargs: {pop_size: 8, num_workers: 2, net_arch: [8]}\n",
+        &[],
+        "test",
+    )
+    .unwrap();
+    let env = &rl::make_training_env;
+    let mut local = rl::es::Es::new(&run, env, &Device::flex()).unwrap();
+    let run_id = format!("es-{}", std::process::id());
+    let runners = rl::scale_out::LocalRunners::start(
+        Path::new(env!("CARGO_BIN_EXE_rl")),
+        2,
+        &server.url(),
+        &run_id,
+        None,
+    )
+    .unwrap();
+    let link = rl::broker::BrokerLink {
+        broker: rl::scale_out::connect(&server.url(), &run_id).unwrap(),
+        restarts: runners.restarts.clone(),
+    };
+    let mut remote = rl::es::Es::with_broker(&run, env, &Device::flex(), &link).unwrap();
+    for _ in 0..3 {
+        local.train().unwrap();
+        remote.train().unwrap();
+    }
+    assert_eq!(remote.num_timesteps(), local.num_timesteps());
+    assert_eq!(remote.params(), local.params());
+    assert_ne!(
+        local.params(),
+        rl::es::Es::new(&run, env, &Device::flex())
+            .unwrap()
+            .params()
+    );
+    drop(remote);
+    drop(runners);
+    // Two workers joined; between them they answered each of the 3 × 8 episodes once.
+    let beats = link.broker.board().unwrap().heartbeats().unwrap();
+    assert_eq!(beats.len(), 2, "{beats:?}");
+    assert_eq!(beats.values().map(|b| b.sent).sum::<u64>(), 24, "{beats:?}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -292,8 +292,21 @@ impl Broker {
         capacity: usize,
         ack_wait: Duration,
     ) -> Result<BatchQueue, BrokerError> {
-        let name = format!("RL_{}_BATCHES", self.inner.run);
-        let subject = format!("rl.{}.batches", self.inner.run);
+        self.queue(BATCHES, capacity, ack_wait)
+    }
+
+    /// The run's work queue `kind` (created if missing), read by the durable consumer of that
+    /// queue ([`Queue::consumer`]): at most `capacity` messages wait; one delivered but not
+    /// acked within `ack_wait` goes to the next receiver.
+    pub fn queue(
+        &self,
+        kind: Queue,
+        capacity: usize,
+        ack_wait: Duration,
+    ) -> Result<BatchQueue, BrokerError> {
+        let name = format!("RL_{}_{}", self.inner.run, kind.stream);
+        let subject = format!("rl.{}.{}", self.inner.run, kind.stream.to_ascii_lowercase());
+        let durable = kind.consumer;
         let cfg = stream::Config {
             name: name.clone(),
             subjects: vec![subject.clone()],
@@ -308,15 +321,15 @@ impl Broker {
             .map_err(|e| js_error(format!("stream {name}"), e))?;
         let consumer: consumer::PullConsumer = self
             .block_on(stream.get_or_create_consumer(
-                "learner",
+                durable,
                 consumer::pull::Config {
-                    durable_name: Some("learner".into()),
+                    durable_name: Some(durable.into()),
                     ack_policy: consumer::AckPolicy::Explicit,
                     ack_wait,
                     ..Default::default()
                 },
             ))
-            .map_err(|e| js_error(format!("consumer learner on {name}"), e))?;
+            .map_err(|e| js_error(format!("consumer {durable} on {name}"), e))?;
         Ok(BatchQueue {
             broker: self.clone(),
             stream,
@@ -331,18 +344,24 @@ impl Broker {
     /// once instead of after their ack wait. Call it before [`batch_queue`](Self::batch_queue)
     /// on the learner's side only.
     pub fn take_over_batches(&self) -> Result<(), BrokerError> {
-        let name = format!("RL_{}_BATCHES", self.inner.run);
+        self.take_over(BATCHES)
+    }
+
+    /// [`take_over_batches`](Self::take_over_batches) for the work queue `kind`: what its
+    /// consumer took and never acked goes to the next receiver at once.
+    pub fn take_over(&self, kind: Queue) -> Result<(), BrokerError> {
+        let name = format!("RL_{}_{}", self.inner.run, kind.stream);
         let Ok(stream) = self.block_on(self.inner.js.get_stream(&name)) else {
             // No stream yet: nothing was delivered.
             return Ok(());
         };
-        if self.block_on(stream.consumer_info("learner")).is_err() {
-            // No consumer: no learner took anything.
+        if self.block_on(stream.consumer_info(kind.consumer)).is_err() {
+            // No consumer: nobody took anything.
             return Ok(());
         }
-        self.block_on(stream.delete_consumer("learner"))
+        self.block_on(stream.delete_consumer(kind.consumer))
             .map(drop)
-            .map_err(|e| js_error(format!("delete consumer learner on {name}"), e))
+            .map_err(|e| js_error(format!("delete consumer {} on {name}", kind.consumer), e))
     }
 
     /// The run's weights bucket (created if missing).
@@ -377,6 +396,53 @@ impl Broker {
             bucket,
         })
     }
+}
+
+/// A work queue of a run: its stream's name (after the run's prefix) and the durable
+/// consumer that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queue {
+    /// Upper-case stream name part (`BATCHES`).
+    pub stream: &'static str,
+    /// The consumer (`learner`; the runners' side of a task queue: `workers`).
+    pub consumer: &'static str,
+}
+
+/// Runners' sample batches, read by the learner.
+pub const BATCHES: Queue = Queue {
+    stream: "BATCHES",
+    consumer: "learner",
+};
+
+/// How a learner reaches its runner (or worker) processes: the run's broker, and the count
+/// of runner processes restarted by whoever supervises them (`rl train --local-runners N`),
+/// which the learner reports as `perf/runner_restarts`.
+#[derive(Debug, Clone)]
+pub struct BrokerLink {
+    /// The run's connection.
+    pub broker: Broker,
+    /// Runner processes restarted so far.
+    pub restarts: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The version of everything that crosses the broker (bumped when a message format changes).
+const PROTOCOL: u32 = 1;
+
+/// The version runners and learner compare before they work together: the package version
+/// and the protocol's.
+pub fn protocol_version() -> String {
+    format!("{}+wire{PROTOCOL}", env!("CARGO_PKG_VERSION"))
+}
+
+/// What a runner (or worker) process did, when it stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServeSummary {
+    /// Its runner id in the run.
+    pub runner: u32,
+    /// Batches (or results) it sent.
+    pub batches: u64,
+    /// Collections that failed or panicked (each followed by a reset).
+    pub restarts: u64,
 }
 
 /// Where a batch comes from: the runner, its sequence number (0, 1, … per runner) and the

@@ -6,11 +6,14 @@
 use crate::noise::NoiseTable;
 use crate::policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};
 use crate::pool::{Episode, WorkerPool};
+use crate::remote::{Generation, RemoteWorkers};
+use rl_broker::BrokerLink;
 use rl_core::agent::{EnvMaker, checked_flat_obs, run_yaml};
 use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus};
 use rl_core::burn::tensor::Device;
 use rl_core::checkpoint::{Checkpoint, read_json, read_run, write_checkpoint};
 use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::env::Env;
 use rl_core::logger::Metrics;
 use rl_core::params::TensorMap;
 use rl_core::{RlError, Rng, Space};
@@ -202,6 +205,36 @@ pub struct EvolutionCore {
     pub rng: Rng,
     /// Counters and spaces.
     pub status: RunStatus,
+    /// Worker processes over a broker, when the run has them (else the pool's threads).
+    pub remote: Option<Box<RemoteWorkers>>,
+}
+
+/// The policy of `run` for `env`'s spaces (a Box observation space is required).
+pub fn flat_policy(
+    run: &RunConfig,
+    env: &dyn Env,
+    s: &CoreSettings,
+) -> Result<FlatPolicy, RlError> {
+    let (obs_space, act_space) = (env.observation_space(), env.action_space());
+    if !matches!(obs_space, Space::Box { .. }) {
+        return Err(RlError::Config(rl_core::config::ConfigError::new(
+            &run.env_id,
+            format!(
+                "evolution strategies need a Box observation space, not {}",
+                obs_space.describe()
+            ),
+        )));
+    }
+    FlatPolicy::new(
+        obs_space,
+        act_space,
+        s.policy,
+        &s.net_arch,
+        s.activation,
+        s.bias,
+        s.squash_output,
+    )
+    .map_err(|e| RlError::Config(rl_core::config::ConfigError::new(&run.env_id, e)))
 }
 
 impl EvolutionCore {
@@ -230,25 +263,7 @@ impl EvolutionCore {
             .collect::<Result<Vec<_>, _>>()?;
         let obs_space = envs[0].observation_space().clone();
         let act_space = envs[0].action_space().clone();
-        if !matches!(obs_space, Space::Box { .. }) {
-            return Err(RlError::Config(rl_core::config::ConfigError::new(
-                &run.env_id,
-                format!(
-                    "evolution strategies need a Box observation space, not {}",
-                    obs_space.describe()
-                ),
-            )));
-        }
-        let policy = FlatPolicy::new(
-            &obs_space,
-            &act_space,
-            s.policy,
-            &s.net_arch,
-            s.activation,
-            s.bias,
-            s.squash_output,
-        )
-        .map_err(|e| RlError::Config(rl_core::config::ConfigError::new(&run.env_id, e)))?;
+        let policy = flat_policy(run, envs[0].as_ref(), s)?;
         let n = policy.num_params();
         if s.noise_table_size < n {
             return Err(RlError::Config(rl_core::config::ConfigError::new(
@@ -267,6 +282,7 @@ impl EvolutionCore {
             rng: Rng::for_stream(run.seed, "evolution"),
             status: RunStatus::new(run.total_timesteps, obs_space, act_space),
             run: run.clone(),
+            remote: None,
         };
         Ok((core, params))
     }
@@ -290,22 +306,23 @@ impl EvolutionCore {
         antithetic: bool,
         episodes: usize,
     ) -> Result<PairReturns, RlError> {
-        let base = self.rng.next_seed() >> 16;
-        let signs = if antithetic { 2 } else { 1 };
-        let per = episodes.max(1);
-        let (noise, dim) = (&self.noise, theta.len());
-        // Task i: candidate i / per (pair k, sign), its episode i % per.
-        let task = |i: usize| {
-            let (c, j) = (i / per, i % per);
-            let (k, neg) = (c / signs, c % signs == 1);
-            let eps = noise.slice(offsets[k], dim);
-            let s = if neg { -sigma } else { sigma } as f32;
-            let p: Vec<f32> = theta.iter().zip(eps).map(|(t, e)| t + s * e).collect();
-            (p, base.wrapping_add((k * per + j) as u64))
+        let generation = Generation {
+            theta: theta.to_vec(),
+            offsets: offsets.to_vec(),
+            sigma,
+            antithetic,
+            per: episodes.max(1),
+            base: self.rng.next_seed() >> 16,
         };
-        let episodes = self
-            .pool
-            .run(offsets.len() * signs * per, &self.stats, &task)?;
+        let (signs, per) = (generation.signs(), generation.per);
+        let episodes = match &mut self.remote {
+            None => {
+                let noise = &self.noise;
+                let task = |i: usize| generation.task(noise, i);
+                self.pool.run(generation.n_tasks(), &self.stats, &task)?
+            }
+            Some(r) => r.run(&generation, &self.stats)?,
+        };
         let mut out = PairReturns {
             pos: Vec::with_capacity(offsets.len()),
             neg: Vec::with_capacity(offsets.len()),
@@ -330,6 +347,12 @@ impl EvolutionCore {
     /// Counts the iteration and adds the charts every strategy reports.
     pub fn finish(&mut self, m: &mut Metrics, r: &PairReturns, started: Instant) {
         self.status.iterations += 1;
+        if let Some(w) = &self.remote {
+            m.insert(
+                "perf/runner_restarts".into(),
+                w.restarts.load(std::sync::atomic::Ordering::SeqCst) as f64,
+            );
+        }
         let eps = &r.episodes;
         let n = eps.len().max(1) as f64;
         let steps: usize = eps.iter().map(|e| e.len).sum();
@@ -502,6 +525,33 @@ impl<L: Strategy> EvolutionAgent<L> {
         let (core, params) = EvolutionCore::new(run, make_env, &L::core_settings(&cfg))?;
         let learner = L::build(cfg, params, core.noise.clone());
         Ok(Self { core, learner })
+    }
+
+    /// [`new`](Self::new) with the episodes run by worker processes that join the run on
+    /// `link`'s broker (`rl runner`); the results are the same as with the in-process
+    /// workers.
+    pub fn with_broker(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        let mut a = Self::new(run, make_env, device)?;
+        a.core.remote = Some(Box::new(RemoteWorkers::start(link, run)?));
+        Ok(a)
+    }
+
+    /// [`load`](Self::load) with worker processes (see [`with_broker`](Self::with_broker)).
+    pub fn load_with_broker(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        let mut a = Self::load(dir, make_env, device)?;
+        let run = a.core.run.clone();
+        a.core.remote = Some(Box::new(RemoteWorkers::start(link, &run)?));
+        Ok(a)
     }
 
     /// Loads a checkpoint written by [`Algorithm::save`].

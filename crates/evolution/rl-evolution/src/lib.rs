@@ -11,12 +11,13 @@ pub mod core;
 pub mod noise;
 pub mod policy;
 pub mod pool;
+pub mod remote;
 pub mod shaping;
 
 pub use crate::core::{
     CoreSettings, Evaluated, EvolutionAgent, EvolutionCore, PairReturns, PolicyDefault,
-    PolicyDefaults, PolicyKeys, Population, Strategy, read_theta, set_theta, theta_file,
-    theta_tensors, weighted_noise,
+    PolicyDefaults, PolicyKeys, Population, Strategy, flat_policy, read_theta, set_theta,
+    theta_file, theta_tensors, weighted_noise,
 };
 pub use noise::NoiseTable;
 pub use policy::{FlatPolicy, HiddenActivation, ObsStats, PolicyArch};

@@ -6,9 +6,9 @@
 
 use crate::agent::BuildContext;
 use crate::policy::{ActorCritic, PolicyKwargs};
-use crate::remote::{BrokerLink, RemoteRunners};
+use crate::remote::RemoteRunners;
 use crate::rollout::{CollectorState, RolloutCollector};
-use rl_broker::UsedBatches;
+use rl_broker::{BrokerLink, UsedBatches};
 use rl_core::Space;
 use rl_core::actor_learner::{
     ChannelTransport, Intake, Runner, RunnerPool, RunnerReports, Tagged, Transport, Versioned,

@@ -4,13 +4,13 @@
 //! a runner process's loop ([`serve_runner`]).
 
 use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch};
-use rl_broker::{Broker, NatsTransport, RunBoard, RunInfo, Wire};
+use rl_broker::{Broker, BrokerLink, NatsTransport, RunBoard, RunInfo, ServeSummary, Wire};
 use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
 use rl_core::agent::EnvMaker;
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
+use rl_core::config::{AlgoConfig, RunConfig};
 use rl_core::vec_env::EpisodeStats;
 use rl_core::{RlError, Rng};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -218,23 +218,6 @@ impl Wire for RunnerBatch {
     }
 }
 
-/// The version string runners and learner compare: the package version and the batch
-/// format.
-pub fn wire_version() -> String {
-    format!("{}+batch{FORMAT}", env!("CARGO_PKG_VERSION"))
-}
-
-/// How a learner reaches its runner processes: the broker, and the count of runner
-/// processes restarted by whoever supervises them (`rl train --local-runners N`), which the
-/// learner reports as `perf/runner_restarts`.
-#[derive(Debug, Clone)]
-pub struct BrokerLink {
-    /// The run's connection.
-    pub broker: Broker,
-    /// Runner processes restarted so far.
-    pub restarts: Arc<AtomicU64>,
-}
-
 /// The learner's side of a run whose runners are processes: batches from the run's work
 /// queue, weights into its bucket, the run's info on its board. Dropping it posts that the
 /// run is over (the runners exit).
@@ -272,7 +255,7 @@ impl RemoteRunners {
         let board = link.broker.board().map_err(err)?;
         board
             .post_info(&RunInfo {
-                rl_version: wire_version(),
+                rl_version: rl_broker::protocol_version(),
                 algorithm: run.algorithm.to_ascii_lowercase(),
                 config_yaml: rl_core::runner::config_yaml(run)?,
             })
@@ -296,17 +279,6 @@ impl Drop for RemoteRunners {
         // until its supervisor stops it.
         let _ = self.board.post_finished();
     }
-}
-
-/// What a runner process did, when it stops.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ServeSummary {
-    /// Its runner id in the run.
-    pub runner: u32,
-    /// Batches it sent.
-    pub batches: u64,
-    /// Collections that failed or panicked (each followed by a reset).
-    pub restarts: u64,
 }
 
 /// A runner process's loop for the run `broker` belongs to, whose config `run` came from the
@@ -431,14 +403,6 @@ fn serve_loop(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// The run's config from its info, checked against this binary's version.
-pub fn joined_run(info: &RunInfo) -> Result<RunConfig, RlError> {
-    info.check_version(&wire_version())
-        .map_err(|e| RlError::Other(e.to_string()))?;
-    RunConfig::from_yaml(&info.config_yaml, &[], "the run's config (from the broker)")
-        .map_err(|e: ConfigError| RlError::Config(e))
 }
 
 #[cfg(test)]
