@@ -65,6 +65,57 @@ fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A client of `run_id` on the server at `url`.
+fn client(url: &str, run_id: &str) -> Broker {
+    Broker::connect(&BrokerConfig {
+        url: url.into(),
+        run_id: run_id.into(),
+        auth: Auth::None,
+    })
+    .unwrap()
+}
+
+/// `rl train CONFIG --broker URL --run-id ID --local-runners N --quiet --out OUT` (or
+/// `rl resume CHECKPOINT …` when `cmd` is "resume"), started.
+fn rl_learner(
+    cmd: &str,
+    what: &Path,
+    url: &str,
+    run_id: &str,
+    runners: usize,
+    out: &Path,
+) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rl"));
+    c.args([
+        cmd,
+        what.to_str().unwrap(),
+        "--broker",
+        url,
+        "--run-id",
+        run_id,
+    ])
+    .args(["--local-runners", &runners.to_string(), "--quiet", "--out"])
+    .arg(out);
+    c
+}
+
+/// Waits (up to 180 s) until the learner has published policy version `v`.
+fn wait_for_version(broker: &Broker, v: u64, learner: &mut std::process::Child) {
+    let weights = broker.weights().unwrap();
+    let t0 = Instant::now();
+    while weights.version().unwrap().unwrap_or(0) < v {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no progress in 180 s"
+        );
+        assert!(
+            learner.try_wait().unwrap().is_none(),
+            "the learner exited early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_runner_process_killed_mid_run_is_replaced_counted_and_training_completes() {
     let dir = tmp("kill-runner");
@@ -82,47 +133,14 @@ fn a_runner_process_killed_mid_run_is_replaced_counted_and_training_completes() 
     let url = server.url();
     // Unique on this machine: the last check looks for processes mentioning it.
     let run_id = format!("kill-runner-{}", std::process::id());
-    let mut learner = Command::new(env!("CARGO_BIN_EXE_rl"))
-        .args([
-            "train",
-            cfg.to_str().unwrap(),
-            "--broker",
-            &url,
-            "--run-id",
-            &run_id,
-        ])
-        .args([
-            "--local-runners",
-            "3",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut learner = rl_learner("train", &cfg, &url, &run_id, 3, &out)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let pid = learner.id();
-    let broker = Broker::connect(&BrokerConfig {
-        url,
-        run_id: run_id.clone(),
-        auth: Auth::None,
-    })
-    .unwrap();
-    let weights = broker.weights().unwrap();
+    let broker = client(&url, &run_id);
     // Wait until the three runners have fed the learner a few dozen updates.
-    let t0 = Instant::now();
-    while weights.version().unwrap().unwrap_or(0) < 30 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(180),
-            "no progress in 180 s"
-        );
-        assert!(
-            learner.try_wait().unwrap().is_none(),
-            "the learner exited early"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_version(&broker, 30, &mut learner);
     let runners = children(pid);
     assert_eq!(runners.len(), 3, "runner processes of {pid}: {runners:?}");
     let victim = runners[1];
@@ -204,31 +222,11 @@ fn a_learner_killed_and_resumed_uses_every_batch_left_in_the_queue_once() {
     let url = server.url();
     let run_id = format!("kill-learner-{}", std::process::id());
     let first = dir.join("first");
-    let mut learner = Command::new(env!("CARGO_BIN_EXE_rl"))
-        .args([
-            "train",
-            cfg.to_str().unwrap(),
-            "--broker",
-            &url,
-            "--run-id",
-            &run_id,
-        ])
-        .args([
-            "--local-runners",
-            "2",
-            "--quiet",
-            "--out",
-            first.to_str().unwrap(),
-        ])
+    let mut learner = rl_learner("train", &cfg, &url, &run_id, 2, &first)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let broker = Broker::connect(&BrokerConfig {
-        url: url.clone(),
-        run_id: run_id.clone(),
-        auth: Auth::None,
-    })
-    .unwrap();
+    let broker = client(&url, &run_id);
     let t0 = Instant::now();
     while latest_checkpoint(&first).is_none() {
         assert!(
@@ -267,22 +265,7 @@ fn a_learner_killed_and_resumed_uses_every_batch_left_in_the_queue_once() {
     assert_eq!(before.keys().copied().collect::<Vec<_>>(), [0, 1]);
 
     let second = dir.join("second");
-    let out = Command::new(env!("CARGO_BIN_EXE_rl"))
-        .args([
-            "resume",
-            ckpt.to_str().unwrap(),
-            "--broker",
-            &url,
-            "--run-id",
-            &run_id,
-        ])
-        .args([
-            "--local-runners",
-            "2",
-            "--quiet",
-            "--out",
-            second.to_str().unwrap(),
-        ])
+    let out = rl_learner("resume", &ckpt, &url, &run_id, 2, &second)
         .output()
         .unwrap();
     assert!(
@@ -328,42 +311,11 @@ fn a_server_restarted_mid_run_loses_no_batch() {
     let url = server.url();
     let run_id = format!("restart-server-{}", std::process::id());
     let out = dir.join("run");
-    let learner = Command::new(env!("CARGO_BIN_EXE_rl"))
-        .args([
-            "train",
-            cfg.to_str().unwrap(),
-            "--broker",
-            &url,
-            "--run-id",
-            &run_id,
-        ])
-        .args([
-            "--local-runners",
-            "2",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut learner = rl_learner("train", &cfg, &url, &run_id, 2, &out)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    {
-        let broker = Broker::connect(&BrokerConfig {
-            url: url.clone(),
-            run_id: run_id.clone(),
-            auth: Auth::None,
-        })
-        .unwrap();
-        let weights = broker.weights().unwrap();
-        let t0 = Instant::now();
-        while weights.version().unwrap().unwrap_or(0) < 30 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(180),
-                "no progress in 180 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    wait_for_version(&client(&url, &run_id), 30, &mut learner);
     // Down for two seconds, mid-run; the store is file-backed and synced.
     server.kill();
     std::thread::sleep(Duration::from_secs(2));
@@ -383,12 +335,7 @@ fn a_server_restarted_mid_run_loses_no_batch() {
     );
     // Every batch a runner sent was used or is still queued (the run ended before the
     // learner took it): none lost across the restart.
-    let broker = Broker::connect(&BrokerConfig {
-        url,
-        run_id,
-        auth: Auth::None,
-    })
-    .unwrap();
+    let broker = client(&url, &run_id);
     let beats = broker.board().unwrap().heartbeats().unwrap();
     let sent: u64 = beats.values().map(|b| b.sent).sum();
     let used: u64 = used_counts(Path::new(summary["checkpoint"].as_str().unwrap()))
@@ -413,12 +360,7 @@ fn a_server_restarted_mid_run_loses_no_batch() {
 fn a_runner_of_another_version_is_refused_with_both_versions_named() {
     let dir = tmp("version");
     let server = NatsServer::start(&dir.join("store")).expect("nats-server");
-    let broker = Broker::connect(&BrokerConfig {
-        url: server.url(),
-        run_id: "other-version".into(),
-        auth: Auth::None,
-    })
-    .unwrap();
+    let broker = client(&server.url(), "other-version");
     broker
         .board()
         .unwrap()

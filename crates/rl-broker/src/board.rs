@@ -3,7 +3,7 @@
 //! the learner's "finished" notice.
 
 use crate::{Broker, BrokerError, js_error};
-use async_nats::jetstream::{kv, stream};
+use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -74,17 +74,7 @@ impl Broker {
     /// The run's notice board (created if missing).
     pub fn board(&self) -> Result<RunBoard, BrokerError> {
         let bucket = format!("rl_{}_board", self.inner.run);
-        let kv = match self.block_on(self.inner.js.get_key_value(&bucket)) {
-            Ok(kv) => kv,
-            Err(_) => self
-                .block_on(self.inner.js.create_key_value(kv::Config {
-                    bucket: bucket.clone(),
-                    history: 1,
-                    storage: stream::StorageType::File,
-                    ..Default::default()
-                }))
-                .map_err(|e| js_error(format!("key-value bucket {bucket}"), e))?,
-        };
+        let kv = self.kv_bucket(&bucket)?;
         Ok(RunBoard {
             broker: self.clone(),
             kv,

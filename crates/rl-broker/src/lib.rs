@@ -364,20 +364,26 @@ impl Broker {
             .map_err(|e| js_error(format!("delete consumer {} on {name}", kind.consumer), e))
     }
 
-    /// The run's weights bucket (created if missing).
-    pub fn weights(&self) -> Result<WeightsBucket, BrokerError> {
-        let bucket = format!("rl_{}_weights", self.inner.run);
-        let kv = match self.block_on(self.inner.js.get_key_value(&bucket)) {
-            Ok(kv) => kv,
+    /// The key-value bucket `bucket` (file-backed, the latest value per key; created if
+    /// missing).
+    fn kv_bucket(&self, bucket: &str) -> Result<kv::Store, BrokerError> {
+        match self.block_on(self.inner.js.get_key_value(bucket)) {
+            Ok(kv) => Ok(kv),
             Err(_) => self
                 .block_on(self.inner.js.create_key_value(kv::Config {
-                    bucket: bucket.clone(),
+                    bucket: bucket.to_string(),
                     history: 1,
                     storage: stream::StorageType::File,
                     ..Default::default()
                 }))
-                .map_err(|e| js_error(format!("key-value bucket {bucket}"), e))?,
-        };
+                .map_err(|e| js_error(format!("key-value bucket {bucket}"), e)),
+        }
+    }
+
+    /// The run's weights bucket (created if missing).
+    pub fn weights(&self) -> Result<WeightsBucket, BrokerError> {
+        let bucket = format!("rl_{}_weights", self.inner.run);
+        let kv = self.kv_bucket(&bucket)?;
         let obj_name = format!("rl_{}_weights_obj", self.inner.run);
         let objects = match self.block_on(self.inner.js.get_object_store(&obj_name)) {
             Ok(o) => o,
