@@ -1354,7 +1354,7 @@ fn same_numbers(record: bool) -> Result<(), String> {
 }
 
 /// The fuzz targets of `fuzz/` (each with a committed seed corpus `fuzz/corpus/<target>`).
-const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz"];
+const FUZZ_TARGETS: &[&str] = &["config", "checkpoint", "parquet", "npz", "broker"];
 
 /// `cargo xtask fuzz [--seconds N] [--target T] [--record] [--dev]`: runs each cargo-fuzz target for
 /// N seconds (libFuzzer, `-rss_limit_mb=2048`, 10 s per-input timeout) from its committed seeds

@@ -453,6 +453,18 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_seed_is_a_batch_that_encodes_back_to_its_bytes() {
+        let seed = include_bytes!("../../../../fuzz/corpus/broker/cartpole_2x1.bin");
+        let b = RunnerBatch::decode(seed).unwrap();
+        assert_eq!(
+            (b.buffer.n_steps, b.buffer.n_envs, b.buffer.obs_dim),
+            (2, 1, 2)
+        );
+        assert_eq!(b.episodes.len(), 1);
+        assert_eq!(b.encode(), seed.to_vec());
+    }
+
+    #[test]
     fn a_malformed_batch_is_an_error_naming_what_was_expected() {
         let bytes = batch().encode();
         let e = RunnerBatch::decode(&bytes[..bytes.len() - 3]).unwrap_err();
