@@ -20,10 +20,6 @@ pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo", "es", "ars"];
 /// overrides it).
 const JOIN_WAIT_S: u64 = 60;
 
-fn broker_err(e: rl_broker::BrokerError) -> RlError {
-    RlError::Other(e.to_string())
-}
-
 /// Connects to the server at `url` for run `run_id`, with credentials from the environment
 /// (`RL_NATS_TOKEN`, or `RL_NATS_USER` and `RL_NATS_PASSWORD`; never logged).
 pub fn connect(url: &str, run_id: &str) -> Result<Broker, RlError> {
@@ -32,7 +28,7 @@ pub fn connect(url: &str, run_id: &str) -> Result<Broker, RlError> {
         run_id: run_id.to_string(),
         auth: Auth::from_env(),
     })
-    .map_err(broker_err)
+    .map_err(RlError::from)
 }
 
 /// A run id for `run` when none is given: algorithm, env and seed, and the time (letters,
@@ -120,12 +116,12 @@ pub fn serve_runner(
     device: Option<&str>,
     stop: &AtomicBool,
 ) -> Result<ServeSummary, RlError> {
-    let board = broker.board().map_err(broker_err)?;
+    let board = broker.board()?;
     let wait = std::env::var("RL_RUNNER_JOIN_WAIT_S")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(JOIN_WAIT_S);
-    let info = board.info(Duration::from_secs(wait)).map_err(broker_err)?;
+    let info = board.info(Duration::from_secs(wait))?;
     let run = joined_run(&info)?;
     rl_core::kernels::apply(run.kernels)?;
     let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
@@ -164,9 +160,7 @@ pub fn broker_overhead(
         episodes: Vec::new(),
         seconds: 0.0,
     };
-    let queue = broker
-        .batch_queue(16, Duration::from_secs(30))
-        .map_err(broker_err)?;
+    let queue = broker.batch_queue(16, Duration::from_secs(30))?;
     let bytes = batch.encode().len();
     let t = std::time::Instant::now();
     for seq in 0..n as u64 {
@@ -175,23 +169,19 @@ pub fn broker_overhead(
             seq,
             version: 0,
         };
-        queue
-            .send(meta, batch.encode().into(), Duration::from_secs(10))
-            .map_err(broker_err)?;
+        queue.send(meta, batch.encode().into(), Duration::from_secs(10))?;
         let d = queue
-            .recv(Duration::from_secs(10))
-            .map_err(broker_err)?
+            .recv(Duration::from_secs(10))?
             .ok_or_else(|| RlError::Other("a sent batch did not come back within 10 s".into()))?;
         RunnerBatch::decode(&d.payload).map_err(RlError::Other)?;
-        queue.ack(&d).map_err(broker_err)?;
+        queue.ack(&d)?;
     }
     Ok((bytes, t.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64))
 }
 
 /// The run's config from its info, checked against this binary's version.
 pub fn joined_run(info: &RunInfo) -> Result<RunConfig, RlError> {
-    info.check_version(&rl_broker::protocol_version())
-        .map_err(broker_err)?;
+    info.check_version(&rl_broker::protocol_version())?;
     RunConfig::from_yaml(&info.config_yaml, &[], "the run's config (from the broker)")
         .map_err(RlError::Config)
 }

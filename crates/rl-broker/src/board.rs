@@ -7,6 +7,7 @@ use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What the learner tells runners about its run.
@@ -70,7 +71,29 @@ fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A learner's hold on its run: the run's info is posted for runners to join; dropping it
+/// posts the run's end (the runners leave).
+#[derive(Debug)]
+pub struct RunPost {
+    board: RunBoard,
+}
+
+impl Drop for RunPost {
+    fn drop(&mut self) {
+        // Best effort: a runner that misses it is stopped by its supervisor.
+        let _ = self.board.post_finished();
+    }
+}
+
 impl Broker {
+    /// Posts `info` on the run's board for runners to join, until the returned hold is
+    /// dropped.
+    pub fn post_run(&self, info: &RunInfo) -> Result<RunPost, BrokerError> {
+        let board = self.board()?;
+        board.post_info(info)?;
+        Ok(RunPost { board })
+    }
+
     /// The run's notice board (created if missing).
     pub fn board(&self) -> Result<RunBoard, BrokerError> {
         let bucket = format!("rl_{}_board", self.inner.run);
@@ -188,6 +211,27 @@ impl RunBoard {
             );
         }
         Ok(out)
+    }
+
+    /// A runner's watch, for a thread of its own: beats for runner `id` (with the count in
+    /// `sent`) every 250 ms until `done` is set, and calls `on_end` (then returns) once the
+    /// learner has posted the run's end or `stop` is set.
+    pub fn beat_until_end(
+        &self,
+        id: u32,
+        sent: &AtomicU64,
+        stop: &AtomicBool,
+        done: &AtomicBool,
+        on_end: impl FnOnce(),
+    ) {
+        while !done.load(Ordering::SeqCst) {
+            let _ = self.heartbeat(id, sent.load(Ordering::SeqCst));
+            if stop.load(Ordering::SeqCst) || self.finished().unwrap_or(false) {
+                on_end();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Tells the runners that the run is over (they exit).

@@ -26,7 +26,7 @@ mod board;
 mod server;
 mod transport;
 
-pub use board::{Heartbeat, RunBoard, RunInfo};
+pub use board::{Heartbeat, RunBoard, RunInfo, RunPost};
 pub use server::{NATS_SERVER_ENV, NatsServer};
 pub use transport::{NatsTransport, Wire};
 
@@ -99,6 +99,13 @@ pub enum BrokerError {
         /// The server's `max_payload`.
         max: usize,
     },
+}
+
+/// A broker failure as the algorithms report it (the message names the part that failed).
+impl From<BrokerError> for rl_core::algorithm::RlError {
+    fn from(e: BrokerError) -> Self {
+        rl_core::algorithm::RlError::Other(e.to_string())
+    }
 }
 
 fn js_error(what: impl Into<String>, e: impl fmt::Display) -> BrokerError {

@@ -15,7 +15,7 @@ use crate::noise::NoiseTable;
 use crate::policy::ObsStats;
 use crate::pool::{Episode, episode};
 use rl_broker::{
-    BatchMeta, BatchQueue, Broker, BrokerError, BrokerLink, Queue, RunBoard, RunInfo, ServeSummary,
+    BatchMeta, BatchQueue, Broker, BrokerError, BrokerLink, Queue, RunInfo, RunPost, ServeSummary,
     WeightsBucket,
 };
 use rl_core::RlError;
@@ -107,20 +107,17 @@ struct Answer {
     result: Result<(f64, usize, Vec<f64>, Vec<f64>), String>,
 }
 
-fn broker_err(e: BrokerError) -> RlError {
-    RlError::Other(e.to_string())
-}
-
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The learner's side: the run's info for workers to join, the generations bucket, the
-/// task and result queues. Dropping it posts that the run is over (the workers exit).
+/// The learner's side: the run's info for workers to join (while it lives: dropping it posts
+/// that the run is over and the workers exit), the generations bucket, the task and result
+/// queues.
 pub struct RemoteWorkers {
-    board: RunBoard,
+    post: RunPost,
     generations: WeightsBucket,
     tasks: BatchQueue,
     results: BatchQueue,
@@ -133,7 +130,8 @@ pub struct RemoteWorkers {
 impl std::fmt::Debug for RemoteWorkers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteWorkers")
-            .field("board", &self.board)
+            .field("run_id", &self.run_id)
+            .field("post", &self.post)
             .finish()
     }
 }
@@ -142,25 +140,18 @@ impl RemoteWorkers {
     /// Connects the learner of `run` to `link`'s broker and posts the run for workers.
     pub fn start(link: &BrokerLink, run: &RunConfig) -> Result<Self, RlError> {
         let b = &link.broker;
-        let board = b.board().map_err(broker_err)?;
-        board
-            .post_info(&RunInfo {
-                rl_version: rl_broker::protocol_version(),
-                algorithm: run.algorithm.to_ascii_lowercase(),
-                config_yaml: rl_core::runner::config_yaml(run)?,
-            })
-            .map_err(broker_err)?;
+        let post = b.post_run(&RunInfo {
+            rl_version: rl_broker::protocol_version(),
+            algorithm: run.algorithm.to_ascii_lowercase(),
+            config_yaml: rl_core::runner::config_yaml(run)?,
+        })?;
         // Results an earlier learner took and never acked come back at once.
-        b.take_over(RESULTS).map_err(broker_err)?;
+        b.take_over(RESULTS)?;
         Ok(Self {
-            board,
-            generations: b.weights().map_err(broker_err)?,
-            tasks: b
-                .queue(TASKS, QUEUE_CAPACITY, TASK_ACK_WAIT)
-                .map_err(broker_err)?,
-            results: b
-                .queue(RESULTS, QUEUE_CAPACITY, Duration::from_secs(30))
-                .map_err(broker_err)?,
+            post,
+            generations: b.weights()?,
+            tasks: b.queue(TASKS, QUEUE_CAPACITY, TASK_ACK_WAIT)?,
+            results: b.queue(RESULTS, QUEUE_CAPACITY, Duration::from_secs(30))?,
             restarts: link.restarts.clone(),
             run_id: b.run_id().to_string(),
             last_id: 0,
@@ -184,8 +175,7 @@ impl RemoteWorkers {
             stats: stats.clone(),
         };
         self.generations
-            .put(id, &serde_json::to_vec(&posted).expect("serializable"))
-            .map_err(broker_err)?;
+            .put(id, &serde_json::to_vec(&posted).expect("serializable"))?;
         for i in 0..n {
             let meta = BatchMeta {
                 runner: 0,
@@ -195,8 +185,7 @@ impl RemoteWorkers {
             };
             let payload = (i as u64).to_le_bytes().to_vec();
             self.tasks
-                .send(meta, payload.into(), Duration::from_secs(30))
-                .map_err(broker_err)?;
+                .send(meta, payload.into(), Duration::from_secs(30))?;
         }
         let mut out: Vec<Option<Episode>> = vec![None; n];
         let mut got = 0;
@@ -249,12 +238,6 @@ impl RemoteWorkers {
     }
 }
 
-impl Drop for RemoteWorkers {
-    fn drop(&mut self) {
-        let _ = self.board.post_finished();
-    }
-}
-
 /// A worker process's loop for the run `broker` belongs to (whose config `run` came from the
 /// run's [`RunInfo`]): claims an id, then runs the episodes of tasks until the learner posts
 /// that the run is over or `stop` is set.
@@ -269,15 +252,11 @@ pub fn serve_worker<L: Strategy>(
     let mut env = make_env(run)?;
     let policy = flat_policy(run, env.as_ref(), &s)?;
     let noise = NoiseTable::new(s.noise_table_size, run.seed);
-    let board = broker.board().map_err(broker_err)?;
-    let id = board.claim_runner_id().map_err(broker_err)?;
-    let tasks = broker
-        .queue(TASKS, QUEUE_CAPACITY, TASK_ACK_WAIT)
-        .map_err(broker_err)?;
-    let results = broker
-        .queue(RESULTS, QUEUE_CAPACITY, Duration::from_secs(30))
-        .map_err(broker_err)?;
-    let generations = broker.weights().map_err(broker_err)?;
+    let board = broker.board()?;
+    let id = board.claim_runner_id()?;
+    let tasks = broker.queue(TASKS, QUEUE_CAPACITY, TASK_ACK_WAIT)?;
+    let results = broker.queue(RESULTS, QUEUE_CAPACITY, Duration::from_secs(30))?;
+    let generations = broker.weights()?;
     let mut summary = ServeSummary {
         runner: id,
         ..ServeSummary::default()
@@ -290,14 +269,9 @@ pub fn serve_worker<L: Strategy>(
     let mut current: Option<(u64, Posted)> = None;
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
-            while !done.load(Ordering::SeqCst) {
-                let _ = board.heartbeat(id, sent.load(Ordering::SeqCst));
-                if stop.load(Ordering::SeqCst) || board.finished().unwrap_or(false) {
-                    finished.store(true, Ordering::SeqCst);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
+            board.beat_until_end(id, &sent, stop, &done, || {
+                finished.store(true, Ordering::SeqCst)
+            })
         });
         let r = (|| -> Result<(), RlError> {
             while !finished.load(Ordering::SeqCst) {
@@ -356,7 +330,7 @@ pub fn serve_worker<L: Strategy>(
                         Err(BrokerError::Full { .. } | BrokerError::JetStream { .. }) => {
                             std::thread::sleep(Duration::from_millis(50))
                         }
-                        Err(e) => return Err(broker_err(e)),
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 // Acked once answered: a worker that dies first leaves it to another.

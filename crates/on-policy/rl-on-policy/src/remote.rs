@@ -4,7 +4,7 @@
 //! a runner process's loop ([`serve_runner`]).
 
 use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch};
-use rl_broker::{Broker, BrokerLink, NatsTransport, RunBoard, RunInfo, ServeSummary, Wire};
+use rl_broker::{Broker, BrokerLink, NatsTransport, RunInfo, RunPost, ServeSummary, Wire};
 use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
 use rl_core::agent::EnvMaker;
 use rl_core::buffers::RolloutBuffer;
@@ -219,17 +219,16 @@ impl Wire for RunnerBatch {
 }
 
 /// The learner's side of a run whose runners are processes: batches from the run's work
-/// queue, weights into its bucket, the run's info on its board. Dropping it posts that the
-/// run is over (the runners exit).
+/// queue, weights into its bucket, the run's info on its board (while it lives: dropping it
+/// posts that the run is over and the runners exit).
 pub struct RemoteRunners {
     /// Batches in, weights out.
     pub transport: Arc<NatsTransport<RunnerBatch>>,
-    /// The run's notices.
-    pub board: RunBoard,
     /// The run id.
     pub run_id: String,
     /// Runner processes restarted (by a local supervisor; shared with it).
     pub restarts: Arc<AtomicU64>,
+    _post: RunPost,
 }
 
 impl std::fmt::Debug for RemoteRunners {
@@ -251,33 +250,20 @@ impl RemoteRunners {
         queue_size: usize,
         placeholder: Versioned,
     ) -> Result<Self, RlError> {
-        let err = |e: rl_broker::BrokerError| RlError::Other(e.to_string());
-        let board = link.broker.board().map_err(err)?;
-        board
-            .post_info(&RunInfo {
-                rl_version: rl_broker::protocol_version(),
-                algorithm: run.algorithm.to_ascii_lowercase(),
-                config_yaml: rl_core::runner::config_yaml(run)?,
-            })
-            .map_err(err)?;
+        let post = link.broker.post_run(&RunInfo {
+            rl_version: rl_broker::protocol_version(),
+            algorithm: run.algorithm.to_ascii_lowercase(),
+            config_yaml: rl_core::runner::config_yaml(run)?,
+        })?;
         // Batches a dead learner took but never acked come back at once.
-        link.broker.take_over_batches().map_err(err)?;
-        let transport =
-            NatsTransport::new(&link.broker, queue_size, ACK_WAIT, placeholder).map_err(err)?;
+        link.broker.take_over_batches()?;
+        let transport = NatsTransport::new(&link.broker, queue_size, ACK_WAIT, placeholder)?;
         Ok(Self {
             transport: Arc::new(transport),
-            board,
             run_id: link.broker.run_id().to_string(),
             restarts: link.restarts.clone(),
+            _post: post,
         })
-    }
-}
-
-impl Drop for RemoteRunners {
-    fn drop(&mut self) {
-        // Best effort: a runner that misses it waits for its next batch's room forever only
-        // until its supervisor stops it.
-        let _ = self.board.post_finished();
     }
 }
 
@@ -293,7 +279,6 @@ pub fn serve_runner<L: ActorLearner>(
     device: &Device,
     stop: &AtomicBool,
 ) -> Result<ServeSummary, RlError> {
-    let err = |e: rl_broker::BrokerError| RlError::Other(e.to_string());
     let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
     let settings = L::settings(&cfg);
     let probe = make_env(run)?;
@@ -306,8 +291,8 @@ pub fn serve_runner<L: ActorLearner>(
     let mut rng = Rng::for_stream(run.seed, "init");
     let autodiff = device.clone().autodiff();
     let policy = L::make_policy(&cfg, (&spaces.0, &spaces.1), &mut rng, &autodiff)?.valid();
-    let board = broker.board().map_err(err)?;
-    let id = board.claim_runner_id().map_err(err)?;
+    let board = broker.board()?;
+    let id = board.claim_runner_id()?;
     let mut runner = EnvRunner::new(
         run,
         make_env,
@@ -325,8 +310,7 @@ pub fn serve_runner<L: ActorLearner>(
         settings.learner_queue_size,
         ACK_WAIT,
         placeholder,
-    )
-    .map_err(err)?;
+    )?;
     let mut summary = ServeSummary {
         runner: id,
         ..ServeSummary::default()
@@ -336,16 +320,7 @@ pub fn serve_runner<L: ActorLearner>(
     let done = AtomicBool::new(false);
     let sent = AtomicU64::new(0);
     let result = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(Ordering::SeqCst) {
-                let _ = board.heartbeat(id, sent.load(Ordering::SeqCst));
-                if stop.load(Ordering::SeqCst) || board.finished().unwrap_or(false) {
-                    transport.close();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
-        });
+        scope.spawn(|| board.beat_until_end(id, &sent, stop, &done, || transport.close()));
         let r = serve_loop(&mut runner, &transport, id, &sent, &mut summary);
         done.store(true, Ordering::SeqCst);
         r
