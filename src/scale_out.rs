@@ -1,5 +1,5 @@
-//! Runs whose env runners (IMPALA, APPO) or workers (OpenAI-ES, ARS) are processes, over a
-//! NATS JetStream broker ([`rl_broker`]): the learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
+//! Runs whose env runners (IMPALA, APPO asynchronous; PPO, A2C, TRPO synchronous, with
+//! `num_env_runners`) or workers (OpenAI-ES, ARS) are processes, over a NATS JetStream broker ([`rl_broker`]): the learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
 //! --run ID`) and a supervisor of local runner processes (`--local-runners N`).
 
 use rl_broker::{Auth, Broker, BrokerConfig};
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Algorithms whose runners can be processes over a broker.
-pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo", "es", "ars"];
+pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo", "ppo", "a2c", "trpo", "es", "ars"];
 
 /// How long a runner waits for the learner to post its run (seconds; `RL_RUNNER_JOIN_WAIT_S`
 /// overrides it).
@@ -76,6 +76,11 @@ pub fn build_with_broker(
         "appo" => Ok(Box::new(rl_appo::Appo::with_broker(
             run, env, device, link,
         )?)),
+        "ppo" => Ok(Box::new(rl_ppo::Ppo::with_broker(run, env, device, link)?)),
+        "a2c" => Ok(Box::new(rl_a2c::A2c::with_broker(run, env, device, link)?)),
+        "trpo" => Ok(Box::new(rl_trpo::Trpo::with_broker(
+            run, env, device, link,
+        )?)),
         "es" => Ok(Box::new(rl_es::Es::with_broker(run, env, device, link)?)),
         "ars" => Ok(Box::new(rl_ars::Ars::with_broker(run, env, device, link)?)),
         other => Err(unsupported(other)),
@@ -96,6 +101,15 @@ pub fn load_with_broker(
             dir, env, device, link,
         )?)),
         "appo" => Ok(Box::new(rl_appo::Appo::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "ppo" => Ok(Box::new(rl_ppo::Ppo::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "a2c" => Ok(Box::new(rl_a2c::A2c::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "trpo" => Ok(Box::new(rl_trpo::Trpo::load_with_broker(
             dir, env, device, link,
         )?)),
         "es" => Ok(Box::new(rl_es::Es::load_with_broker(
@@ -128,10 +142,13 @@ pub fn serve_runner(
         .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
     let env = &crate::make_training_env;
     use rl_evolution::remote::serve_worker as worker;
-    use rl_on_policy::remote::serve_runner as serve;
+    use rl_on_policy::remote::{serve_runner as serve, serve_sync_runner as sync};
     match info.algorithm.as_str() {
         "impala" => serve::<rl_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
         "appo" => serve::<rl_appo::AppoLearner>(broker, &run, env, &dev, stop),
+        "ppo" => sync::<rl_ppo::PpoLearner>(broker, &run, env, &dev, stop),
+        "a2c" => sync::<rl_a2c::A2cLearner>(broker, &run, env, &dev, stop),
+        "trpo" => sync::<rl_trpo::TrpoLearner>(broker, &run, env, &dev, stop),
         "es" => worker::<rl_es::EsLearner>(broker, &run, env, stop),
         "ars" => worker::<rl_ars::ArsLearner>(broker, &run, env, stop),
         other => Err(unsupported(other)),

@@ -461,3 +461,144 @@ fn es_with_two_worker_processes_takes_the_in_process_steps_bit_for_bit() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ppo_with_two_runner_processes_reproduces_in_process_runners_bit_for_bit() {
+    use rl::core::Algorithm;
+    use rl::core::burn::tensor::Device;
+    use rl::core::params::module_tensors;
+    let dir = tmp("ppo");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let run = rl::core::config::RunConfig::from_yaml(
+        "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 100000\nseed: 5\nn_envs: 4\n\
+         algo_kwargs: {n_steps: 32, batch_size: 64, n_epochs: 2, num_env_runners: 2}\n",
+        &[],
+        "test",
+    )
+    .unwrap();
+    let env = &rl::make_training_env;
+    let mut local = rl::ppo::Ppo::new(&run, env, &Device::flex()).unwrap();
+    let run_id = format!("ppo-{}", std::process::id());
+    let runners = rl::scale_out::LocalRunners::start(
+        Path::new(env!("CARGO_BIN_EXE_rl")),
+        2,
+        &server.url(),
+        &run_id,
+        None,
+    )
+    .unwrap();
+    let link = rl::broker::BrokerLink {
+        broker: rl::scale_out::connect(&server.url(), &run_id).unwrap(),
+        restarts: runners.restarts.clone(),
+    };
+    let mut remote = rl::ppo::Ppo::with_broker(&run, env, &Device::flex(), &link).unwrap();
+    let initial = module_tensors(local.policy()).to_bytes();
+    for _ in 0..3 {
+        let m_local = local.train().unwrap();
+        let m_remote = remote.train().unwrap();
+        for k in [
+            "losses/policy_loss",
+            "losses/value_loss",
+            "losses/approx_kl",
+        ] {
+            assert_eq!(m_local[k], m_remote[k], "{k}");
+        }
+        assert_eq!(m_remote["perf/stale_batches"], 0.0);
+    }
+    assert_eq!(remote.num_timesteps(), 3 * 32 * 4);
+    assert_eq!(remote.num_timesteps(), local.num_timesteps());
+    let (a, b) = (local.rollout_buffer(), remote.rollout_buffer());
+    assert_eq!(
+        (a.obs.clone(), a.actions.clone()),
+        (b.obs.clone(), b.actions.clone())
+    );
+    assert_eq!(a.advantages, b.advantages);
+    let weights = module_tensors(remote.policy()).to_bytes();
+    assert_eq!(weights, module_tensors(local.policy()).to_bytes());
+    assert_ne!(weights, initial, "training changed the weights");
+    drop(remote);
+    drop(runners);
+    // Two runners joined; each sent one rollout per iteration.
+    let beats = link.broker.board().unwrap().heartbeats().unwrap();
+    assert_eq!(beats.len(), 2, "{beats:?}");
+    assert!(beats.values().all(|b| b.sent == 3), "{beats:?}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_synchronous_ppo_learner_killed_and_resumed_gets_fresh_rollouts_and_completes() {
+    let dir = tmp("kill-ppo");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let cfg = dir.join("ppo.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 30000\nseed: 0\nn_envs: 4\n\
+         checkpoint_freq: 4000\nalgo_kwargs: {n_steps: 64, batch_size: 64, num_env_runners: 2}\n",
+    )
+    .unwrap();
+    let url = server.url();
+    let run_id = format!("kill-ppo-{}", std::process::id());
+    let first = dir.join("first");
+    let mut learner = rl_learner("train", &cfg, &url, &run_id, 2, &first)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let broker = client(&url, &run_id);
+    let t0 = Instant::now();
+    while latest_checkpoint(&first).is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(180), "no checkpoint");
+        assert!(learner.try_wait().unwrap().is_none(), "exited early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ckpt = latest_checkpoint(&first).unwrap();
+    // Let it publish versions past the checkpoint, then kill it.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ckpt.join("state.json")).unwrap()).unwrap();
+    let saved_version = saved["runner_version"].as_u64().unwrap();
+    wait_for_version(&broker, saved_version + 2, &mut learner);
+    assert!(
+        Command::new("kill")
+            .args(["-9", &learner.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    learner.wait().unwrap();
+    let published = broker.weights().unwrap().version().unwrap().unwrap();
+    assert!(published > saved_version);
+
+    let second = dir.join("second");
+    let out = rl_learner("resume", &ckpt, &url, &run_id, 2, &second)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert!(
+        summary["total_timesteps"].as_u64().unwrap() >= 30_000,
+        "{summary}"
+    );
+    // The resumed learner published above what the dead one had (so its runners acted
+    // again) and took every rollout from its own runners, which joined under fresh ids.
+    let end = Path::new(summary["checkpoint"].as_str().unwrap());
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(end.join("state.json")).unwrap()).unwrap();
+    let iterations = state["iterations"].as_u64().unwrap() - saved["iterations"].as_u64().unwrap();
+    assert_eq!(
+        state["runner_version"].as_u64().unwrap(),
+        published + iterations,
+        "{state}"
+    );
+    let after = used_counts(end);
+    let before = used_counts(&ckpt);
+    assert_eq!(after.get(&2).copied(), Some(iterations), "{after:?}");
+    assert_eq!(after.get(&3).copied(), Some(iterations), "{after:?}");
+    assert!(before.keys().all(|k| *k < 2), "{before:?}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

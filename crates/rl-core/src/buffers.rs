@@ -216,6 +216,92 @@ impl RolloutBuffer {
         );
     }
 
+    /// The rollouts of several runners side by side: env columns of `parts[0]`, then of
+    /// `parts[1]` …, each step's rows in that order, as one vector env of all their envs would
+    /// have stored them. The parts must agree in `n_steps`, `obs_dim`, `act_dim` and
+    /// `state_dim` (an error names the first that differs).
+    pub fn join_envs(parts: &[RolloutBuffer]) -> Result<RolloutBuffer, String> {
+        let first = parts.first().ok_or("no rollouts to join")?;
+        for (i, p) in parts.iter().enumerate() {
+            let shape = |b: &RolloutBuffer| [b.n_steps, b.obs_dim, b.act_dim, b.state_dim];
+            if let Some(k) = (0..4).find(|&k| shape(p)[k] != shape(first)[k]) {
+                let field = ["n_steps", "obs_dim", "act_dim", "state_dim"][k];
+                return Err(format!(
+                    "rollout {i}: {field} is {}, rollout 0 has {}",
+                    shape(p)[k],
+                    shape(first)[k]
+                ));
+            }
+        }
+        for (i, p) in parts.iter().enumerate() {
+            p.check_lengths().map_err(|e| format!("rollout {i}: {e}"))?;
+        }
+        let n_envs = parts.iter().map(|p| p.n_envs).sum();
+        let mut out = RolloutBuffer::new(first.n_steps, n_envs, first.obs_dim, first.act_dim);
+        out.set_state_dim(first.state_dim);
+        out.last_values.clear();
+        out.last_dones.clear();
+        for p in parts {
+            out.last_values.extend_from_slice(&p.last_values);
+            out.last_dones.extend_from_slice(&p.last_dones);
+        }
+        // Each per-row array: for every step, the parts' rows of that step one after the other.
+        let join = |pick: fn(&RolloutBuffer) -> &Vec<f32>, dim: usize, dst: &mut Vec<f32>| {
+            dst.clear();
+            for t in 0..first.n_steps {
+                for p in parts {
+                    let w = p.n_envs * dim;
+                    dst.extend_from_slice(&pick(p)[t * w..(t + 1) * w]);
+                }
+            }
+        };
+        let (od, ad, sd) = (first.obs_dim, first.act_dim, first.state_dim);
+        join(|b| &b.obs, od, &mut out.obs);
+        join(|b| &b.actions, ad, &mut out.actions);
+        join(|b| &b.rewards, 1, &mut out.rewards);
+        join(|b| &b.episode_starts, 1, &mut out.episode_starts);
+        join(|b| &b.values, 1, &mut out.values);
+        join(|b| &b.log_probs, 1, &mut out.log_probs);
+        join(|b| &b.advantages, 1, &mut out.advantages);
+        join(|b| &b.returns, 1, &mut out.returns);
+        join(|b| &b.next_obs, od, &mut out.next_obs);
+        join(|b| &b.bootstraps, 1, &mut out.bootstraps);
+        join(|b| &b.states, sd, &mut out.states);
+        out.pos = first.n_steps;
+        Ok(out)
+    }
+
+    /// Checks that every array holds as many values as the shape says (a buffer that came
+    /// from another process); the error names the first that does not.
+    pub fn check_lengths(&self) -> Result<(), String> {
+        let n = self.len();
+        let (od, ad, sd) = (self.obs_dim, self.act_dim, self.state_dim);
+        let rows: [(&str, &Vec<f32>, usize); 13] = [
+            ("obs", &self.obs, n * od),
+            ("actions", &self.actions, n * ad),
+            ("rewards", &self.rewards, n),
+            ("episode_starts", &self.episode_starts, n),
+            ("values", &self.values, n),
+            ("log_probs", &self.log_probs, n),
+            ("advantages", &self.advantages, n),
+            ("returns", &self.returns, n),
+            ("next_obs", &self.next_obs, n * od),
+            ("bootstraps", &self.bootstraps, n),
+            ("states", &self.states, n * sd),
+            ("last_values", &self.last_values, self.n_envs),
+            ("last_dones", &self.last_dones, self.n_envs),
+        ];
+        match rows.iter().find(|(_, v, len)| v.len() != *len) {
+            Some((field, v, len)) => Err(format!(
+                "{field} holds {} values, expected {len} ({} steps × {} envs)",
+                v.len(),
+                self.n_steps,
+                self.n_envs
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Minibatch index lists covering a random permutation of all transitions (the last one
     /// may be smaller, as SB3).
     pub fn minibatches(&self, batch_size: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
@@ -232,5 +318,73 @@ impl RolloutBuffer {
             out.extend_from_slice(&data[i * dim..(i + 1) * dim]);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Step `t` of env `e`: every value tells which (t, e) it came from.
+    fn fill(b: &mut RolloutBuffer, envs: std::ops::Range<usize>) {
+        let v = |t: usize, e: usize, k: f32| (t * 10 + e) as f32 + k;
+        for t in 0..b.n_steps {
+            let rows = |k: f32, dim: usize| -> Vec<f32> {
+                envs.clone()
+                    .flat_map(|e| (0..dim).map(move |d| v(t, e, k + d as f32 * 0.01)))
+                    .collect()
+            };
+            b.add(
+                &rows(0.1, b.obs_dim),
+                &rows(0.2, b.act_dim),
+                &rows(0.3, 1),
+                &rows(0.4, 1),
+                &rows(0.5, 1),
+                &rows(0.6, 1),
+            );
+            b.set_last_bootstraps(&rows(0.7, 1));
+            b.set_last_next_obs(&rows(0.8, b.obs_dim));
+        }
+        let last: Vec<f32> = envs.clone().map(|e| e as f32).collect();
+        b.set_last_values(&last, &last);
+    }
+
+    #[test]
+    fn joined_rollouts_equal_one_rollout_of_all_their_envs() {
+        let mut whole = RolloutBuffer::new(3, 3, 2, 1);
+        fill(&mut whole, 0..3);
+        let mut a = RolloutBuffer::new(3, 1, 2, 1);
+        fill(&mut a, 0..1);
+        let mut b = RolloutBuffer::new(3, 2, 2, 1);
+        fill(&mut b, 1..3);
+        let mut joined = RolloutBuffer::join_envs(&[a, b]).unwrap();
+        assert_eq!(joined.n_envs, 3);
+        assert_eq!(joined.obs, whole.obs);
+        assert_eq!(joined.actions, whole.actions);
+        assert_eq!(joined.rewards, whole.rewards);
+        assert_eq!(joined.episode_starts, whole.episode_starts);
+        assert_eq!(joined.log_probs, whole.log_probs);
+        assert_eq!(joined.next_obs, whole.next_obs);
+        assert_eq!(joined.bootstraps, whole.bootstraps);
+        assert_eq!(joined.last_values, whole.last_values);
+        whole.recompute_returns_and_advantage(0.9, 0.8);
+        joined.recompute_returns_and_advantage(0.9, 0.8);
+        assert_eq!(joined.advantages, whole.advantages);
+        assert!(joined.is_full());
+    }
+
+    #[test]
+    fn rollouts_that_do_not_fit_together_are_an_error_naming_the_field() {
+        let a = RolloutBuffer::new(3, 1, 2, 1);
+        let e = RolloutBuffer::join_envs(&[a.clone(), RolloutBuffer::new(4, 1, 2, 1)]);
+        assert_eq!(e.unwrap_err(), "rollout 1: n_steps is 4, rollout 0 has 3");
+        let mut short = a.clone();
+        short.last_values.pop();
+        let e = RolloutBuffer::join_envs(&[a, short]).unwrap_err();
+        assert!(
+            e.starts_with("rollout 1: last_values holds 0 values, expected 1"),
+            "{e}"
+        );
+        assert!(RolloutBuffer::join_envs(&[]).is_err());
     }
 }

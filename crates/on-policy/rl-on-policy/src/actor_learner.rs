@@ -7,7 +7,7 @@
 use crate::agent::BuildContext;
 use crate::policy::{ActorCritic, PolicyKwargs};
 use crate::remote::RemoteRunners;
-use crate::rollout::{CollectorState, RolloutCollector};
+use crate::rollout::{CollectorState, RolloutCollector, RolloutPolicy};
 use rl_broker::{BrokerLink, UsedBatches};
 use rl_core::Space;
 use rl_core::actor_learner::{
@@ -71,13 +71,16 @@ pub struct RunnerSettings {
     pub gamma: f64,
     /// GAE λ of the behaviour advantages in the batch.
     pub gae_lambda: f64,
+    /// gSDE: new exploration matrices every this many steps (-1: once per batch).
+    pub sde_sample_freq: i64,
 }
 
-/// An env runner: a vector env, a copy of the policy and its own generators.
-pub struct EnvRunner {
+/// An env runner: a vector env, a copy of the policy (an [`ActorCritic`] unless `P` says
+/// otherwise) and its own generators.
+pub struct EnvRunner<P = ActorCritic> {
     /// Envs and rollout buffer.
     pub collector: RolloutCollector,
-    policy: ActorCritic,
+    policy: P,
     version: Option<u64>,
     rng: Rng,
     reseed: Rng,
@@ -93,7 +96,7 @@ pub struct RunnerState {
     reseed: Rng,
 }
 
-impl EnvRunner {
+impl<P: RolloutPolicy + Module> EnvRunner<P> {
     /// Runner `index` of `run`: its envs seeded from the run seed and the index, acting with
     /// `policy` (an inference copy on `infer`).
     pub fn new(
@@ -101,7 +104,7 @@ impl EnvRunner {
         make_env: EnvMaker<'_>,
         settings: RunnerSettings,
         index: usize,
-        policy: ActorCritic,
+        policy: P,
         infer: Device,
     ) -> Result<Self, RlError> {
         let envs = (0..settings.num_envs)
@@ -123,9 +126,26 @@ impl EnvRunner {
             infer,
         })
     }
+
+    /// What a checkpoint keeps of a lockstep runner.
+    pub fn state(&self) -> Result<RunnerState, RlError> {
+        Ok(RunnerState {
+            collector: self.collector.state()?,
+            rng: self.rng.clone(),
+            reseed: self.reseed.clone(),
+        })
+    }
+
+    /// Restores what [`state`](Self::state) saved.
+    pub fn restore(&mut self, st: RunnerState) -> Result<(), RlError> {
+        self.collector.restore(&st.collector)?;
+        self.rng = st.rng;
+        self.reseed = st.reseed;
+        Ok(())
+    }
 }
 
-impl Runner for EnvRunner {
+impl<P: RolloutPolicy + Module> Runner for EnvRunner<P> {
     type Batch = RunnerBatch;
 
     fn collect(&mut self, w: &Versioned) -> Result<(u64, RunnerBatch), RlError> {
@@ -142,7 +162,7 @@ impl Runner for EnvRunner {
             &mut self.rng,
             s.gamma as f32,
             s.gae_lambda as f32,
-            -1,
+            s.sde_sample_freq,
         )?;
         let space = self.collector.env.observation_space().clone();
         let mut last_obs = Vec::new();
@@ -301,16 +321,7 @@ impl RunnerSet {
     /// episodes after a load).
     pub fn states(&self) -> Result<Vec<RunnerState>, RlError> {
         match self {
-            RunnerSet::Lockstep { runners, .. } => runners
-                .iter()
-                .map(|r| {
-                    Ok(RunnerState {
-                        collector: r.collector.state()?,
-                        rng: r.rng.clone(),
-                        reseed: r.reseed.clone(),
-                    })
-                })
-                .collect(),
+            RunnerSet::Lockstep { runners, .. } => runners.iter().map(EnvRunner::state).collect(),
             RunnerSet::Threads { .. } | RunnerSet::Remote(_) => Ok(Vec::new()),
         }
     }
@@ -331,9 +342,7 @@ impl RunnerSet {
                 )));
             }
             for (r, st) in runners.iter_mut().zip(states) {
-                r.collector.restore(&st.collector)?;
-                r.rng = st.rng;
-                r.reseed = st.reseed;
+                r.restore(st)?;
             }
         }
         self.publish(weights);
@@ -431,6 +440,7 @@ impl ActorLearnerKeys {
                 num_envs: self.num_envs_per_env_runner,
                 gamma,
                 gae_lambda,
+                sde_sample_freq: -1,
             },
         }
     }

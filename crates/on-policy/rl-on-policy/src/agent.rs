@@ -2,8 +2,12 @@
 //! draw actions, `predict`, checkpoints ([`OnPolicyCore`]), around a learner that implements
 //! [`OnPolicyLearner`]; [`OnPolicyAgent`] is the [`Algorithm`] of PPO, A2C and the others.
 
+use crate::actor_learner::{RunnerBatch, RunnerState};
 use crate::policy::{ActorCritic, PolicyKwargs};
 use crate::rollout::{CollectorState, RolloutCollector, RolloutInfo, RolloutPolicy, tensor2};
+use crate::sync_runners::SyncRunners;
+use rl_broker::{BrokerLink, UsedBatches};
+use rl_core::actor_learner::Versioned;
 use rl_core::agent::{EnvMaker, checked_flat_obs, iteration_charts, make_vec_env, run_yaml};
 use rl_core::algorithm::{Algorithm, Learner, LearnerState, RunStatus, state_entry};
 use rl_core::buffers::RolloutBuffer;
@@ -13,7 +17,7 @@ use rl_core::checkpoint::{Checkpoint, read_json, read_module, read_run, write_ch
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig, check, invalid};
 use rl_core::logger::Metrics;
 use rl_core::optim::FlatOptimizer;
-use rl_core::params::{TensorMap, flat_grads, num_params};
+use rl_core::params::{TensorMap, flat_grads, module_tensors, num_params};
 use rl_core::{RlError, Rng, Space};
 use rl_curiosity::{Curiosity, load_plugin, save_plugin};
 use serde::{Deserialize, Serialize};
@@ -39,6 +43,19 @@ pub struct CoreState {
     pub collector: CollectorState,
     /// Normalization statistics of the first env (also inside `collector`; kept readable).
     pub env_stats: Vec<serde_json::Value>,
+    /// `num_env_runners` in process: each runner's envs and generators.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runners: Vec<RunnerState>,
+    /// `num_env_runners`: the last weights version published to the runners.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runner_version: u64,
+    /// Runner processes: the (runner, sequence) pairs of the batches used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_batches: Option<UsedBatches>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// What one collection gave.
@@ -120,9 +137,21 @@ impl OnPolicyCore {
             gamma as f32,
             sde_sample_freq,
         )?;
+        self.rollout_done(info, gamma, gae_lambda, t0)
+    }
+
+    /// Counts the buffer's steps, lets the curiosity plugin add its bonus to the rewards and
+    /// computes GAE.
+    fn rollout_done(
+        &mut self,
+        info: RolloutInfo,
+        gamma: f64,
+        gae_lambda: f64,
+        started: Instant,
+    ) -> Result<Rollout, RlError> {
         let steps = self.collector.buffer.len() as u64;
         self.status.num_timesteps += steps;
-        let seconds = t0.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
         let (buf, g, l) = (&mut self.collector.buffer, gamma as f32, gae_lambda as f32);
         let plugin = match &mut self.curiosity {
             Some(c) => c.relabel_rollout(buf, g, l, &self.status.progress())?,
@@ -137,6 +166,39 @@ impl OnPolicyCore {
             seconds,
             plugin,
         })
+    }
+
+    /// What [`collect`](Self::collect) does, from rollouts that runners collected (in runner
+    /// order, `n_steps` each): joins them into the buffer, lets the curiosity plugin add its
+    /// bonus and computes GAE.
+    pub fn take_rollouts(
+        &mut self,
+        batches: Vec<RunnerBatch>,
+        gamma: f64,
+        gae_lambda: f64,
+        started: Instant,
+    ) -> Result<Rollout, RlError> {
+        let mut info = RolloutInfo::default();
+        let mut offset = 0;
+        let mut parts = Vec::with_capacity(batches.len());
+        for b in batches {
+            // Episode env indices as in one vector env of all the runners' envs.
+            info.episodes.extend(b.episodes.into_iter().map(|mut e| {
+                e.env += offset;
+                e
+            }));
+            offset += b.buffer.n_envs;
+            parts.push(b.buffer);
+        }
+        let joined = RolloutBuffer::join_envs(&parts).map_err(RlError::Other)?;
+        if joined.n_envs != self.collector.buffer.n_envs {
+            return Err(RlError::Other(format!(
+                "the runners' rollouts hold {} envs, the run has n_envs = {}",
+                joined.n_envs, self.collector.buffer.n_envs
+            )));
+        }
+        self.collector.buffer = joined;
+        self.rollout_done(info, gamma, gae_lambda, started)
     }
 
     /// Counts the iteration and adds the charts (episodes, SPS, time split); checks that
@@ -192,6 +254,9 @@ impl OnPolicyCore {
             rng_predict: self.rng_predict.clone(),
             collector: self.collector.state()?,
             env_stats: self.collector.env.save_stats(),
+            runners: Vec::new(),
+            runner_version: 0,
+            used_batches: None,
         })
     }
 
@@ -278,6 +343,9 @@ pub struct RolloutSettings {
     pub sde_sample_freq: Option<i64>,
     /// The config's `sde_sample_freq` as given, for [`RolloutSettings::validate`].
     sde_sample_freq_key: i64,
+    /// Env runners that collect each rollout together, the run's `n_envs` split evenly
+    /// among them (0: the shell's own vector env, as SB3; RLlib's `num_env_runners`).
+    pub num_env_runners: usize,
 }
 
 impl RolloutSettings {
@@ -290,6 +358,7 @@ impl RolloutSettings {
             gae_lambda,
             sde_sample_freq: use_sde.then_some(sde_freq),
             sde_sample_freq_key: sde_freq,
+            num_env_runners: 0,
         }
     }
 
@@ -335,6 +404,11 @@ pub struct ActorCriticKeys {
     /// gSDE: draw new exploration matrices every this many steps (-1: once per rollout).
     #[default(-1)]
     pub sde_sample_freq: i64,
+    /// Env runners that collect each rollout together, `n_envs` split evenly among them, one
+    /// rollout from each per iteration (synchronous; with `rl train --broker` they are
+    /// processes). 0: the shell's own vector env. RLlib's name.
+    #[default(0)]
+    pub num_env_runners: usize,
     /// Network architecture and initialization.
     pub policy_kwargs: PolicyKwargs,
 }
@@ -349,7 +423,10 @@ pub trait ActorCriticKeysConfig: AlgoConfig + Serialize + Clone {
 impl<C: ActorCriticKeysConfig> OnPolicyConfig for C {
     fn rollout_settings(&self) -> RolloutSettings {
         let (n, g, l, k) = self.rollout_keys();
-        RolloutSettings::new(n, g, l, k.use_sde, k.sde_sample_freq)
+        RolloutSettings {
+            num_env_runners: k.num_env_runners,
+            ..RolloutSettings::new(n, g, l, k.use_sde, k.sde_sample_freq)
+        }
     }
 }
 
@@ -545,16 +622,52 @@ struct SavedState {
 }
 
 /// An on-policy agent: the shared shell around the learner `L`.
-pub struct OnPolicyAgent<L> {
+pub struct OnPolicyAgent<L: OnPolicyLearner> {
     core: OnPolicyCore,
     learner: L,
+    /// `num_env_runners` ≥ 1: the runners that collect each rollout.
+    runners: Option<SyncRunners<L::Policy>>,
+    /// The last weights version published to the runners.
+    runner_version: u64,
 }
 
 impl<L: OnPolicyLearner> OnPolicyAgent<L> {
     /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters) on `device`
     /// (gradients are taken on `device.autodiff()`).
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        Self::build(run, make_env, device, None)
+    }
+
+    /// [`new`](Self::new) with the runners (`num_env_runners` of them) in other processes: the
+    /// learner posts the run on `link`'s broker and gathers one rollout from each runner per
+    /// iteration (they join with [`serve_sync_runner`](crate::remote::serve_sync_runner)).
+    pub fn with_broker(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        Self::build(run, make_env, device, Some(link))
+    }
+
+    fn build(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+        let rs = cfg.rollout_settings();
+        if link.is_some() && rs.num_env_runners == 0 {
+            return Err(RlError::Config(ConfigError::new(
+                "algo_kwargs.num_env_runners",
+                format!(
+                    "{} over a broker gathers one rollout per runner process each iteration: \
+                     set num_env_runners to the number of runner processes (at least 1)",
+                    L::NAME
+                ),
+            )));
+        }
         let device = device.clone().autodiff();
         let n_steps = cfg.rollout_settings().n_steps;
         let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
@@ -581,17 +694,62 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
             run,
             spaces: (&core.status.obs_space, &core.status.act_space),
         };
+        let runners = match (rs.num_env_runners, link) {
+            (0, _) => None,
+            (_, None) => {
+                let infer = core.infer.clone();
+                let copy = policy.valid();
+                Some(SyncRunners::lockstep(run, make_env, &rs, &copy, &infer)?)
+            }
+            (_, Some(link)) => Some(SyncRunners::remote(run, &rs, link)?),
+        };
         let learner = L::build(cfg, policy, &ctx)?;
-        Ok(Self { learner, core })
+        Ok(Self {
+            learner,
+            core,
+            runner_version: runners.as_ref().map_or(0, |r| r.published_version()),
+            runners,
+        })
     }
 
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, None)
+    }
+
+    /// [`load`](Self::load) with the runners in other processes (see
+    /// [`with_broker`](Self::with_broker)). The next version published is above any in the
+    /// broker's bucket, so runners that acted for a learner that died act again.
+    pub fn load_with_broker(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, Some(link))
+    }
+
+    fn load_with(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let (ck, run) = read_run(dir, L::NAME)?;
-        let mut agent = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
+        let mut agent = Self::build(&run, make_env, device, link)?;
+        let mut state: SavedState = read_json(&ck, "state.json")?;
         agent.learner.load_state(&ck, &state.learner)?;
         load_plugin(&mut agent.core.curiosity, &ck, &state.learner)?;
+        let runner_states = std::mem::take(&mut state.core.runners);
+        agent.runner_version = agent.runner_version.max(state.core.runner_version);
+        if let Some(used) = state.core.used_batches.take()
+            && let Some(SyncRunners::Remote { runners, .. }) = &agent.runners
+        {
+            runners.transport.set_used(used);
+        }
+        if let Some(r) = &mut agent.runners {
+            r.restore(runner_states, &ck.path_of("state.json"))?;
+        }
         agent.core.restore(state.core)?;
         Ok(agent)
     }
@@ -636,19 +794,39 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
     }
 
     fn env_stats(&self) -> Vec<Value> {
-        self.core.collector.env.save_stats()
+        match self.runners.as_ref().and_then(SyncRunners::env_stats) {
+            Some(stats) => stats,
+            None => self.core.collector.env.save_stats(),
+        }
     }
 
     fn train(&mut self) -> Result<Metrics, RlError> {
         let t0 = Instant::now();
         let s = self.learner.config().rollout_settings();
         let sde_freq = s.sde_sample_freq.unwrap_or(-1);
-        let r = self
-            .core
-            .collect(self.learner.policy(), s.gamma, s.gae_lambda, sde_freq)?;
+        let r = match &mut self.runners {
+            None => self
+                .core
+                .collect(self.learner.policy(), s.gamma, s.gae_lambda, sde_freq)?,
+            Some(runners) => {
+                self.runner_version += 1;
+                let w = Versioned {
+                    version: self.runner_version,
+                    weights: module_tensors(self.learner.policy()),
+                };
+                let batches = runners.gather(w)?;
+                self.core
+                    .take_rollouts(batches, s.gamma, s.gae_lambda, t0)?
+            }
+        };
         let mut m = self
             .learner
             .update(&self.core.collector.buffer, &self.core.status.progress())?;
+        if let Some(SyncRunners::Remote { runners, stale, .. }) = &self.runners {
+            let restarts = runners.restarts.load(std::sync::atomic::Ordering::SeqCst);
+            m.insert("perf/runner_restarts".into(), restarts as f64);
+            m.insert("perf/stale_batches".into(), *stale as f64);
+        }
         self.core.finish(&mut m, &r, t0)?;
         Ok(m)
     }
@@ -683,10 +861,15 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
             mut files,
             entries: learner,
         } = learner_state;
-        let state = SavedState {
-            core: self.core.state()?,
-            learner,
-        };
+        let mut core = self.core.state()?;
+        if let Some(r) = &self.runners {
+            core.runners = r.states()?;
+            core.runner_version = self.runner_version;
+            if let SyncRunners::Remote { runners, .. } = r {
+                core.used_batches = Some(runners.transport.used());
+            }
+        }
+        let state = SavedState { core, learner };
         files.insert(
             0,
             ("config.yaml", self.core.run_to_save(self.learner.config())?),

@@ -10,6 +10,7 @@ pub mod policy;
 pub mod recurrent;
 pub mod remote;
 pub mod rollout;
+pub mod sync_runners;
 
 pub use agent::{
     ActorCriticConfig, ActorCriticKeys, ActorCriticKeysConfig, BuildContext, CoreState,

@@ -1,16 +1,21 @@
-//! The actor-learner algorithms (IMPALA, APPO) with runners in other processes, over the NATS
-//! broker (rl-broker): [`RunnerBatch`] as bytes, the learner's side ([`RemoteRunners`]: the
+//! Runners in other processes, over the NATS broker (rl-broker), for the actor-learner
+//! algorithms (IMPALA, APPO) and the synchronous on-policy ones (PPO, A2C, TRPO with
+//! `num_env_runners`): [`RunnerBatch`] as bytes, the learner's side ([`RemoteRunners`]: the
 //! run's info posted for runners, batches from the work queue, weights into the bucket) and
-//! a runner process's loop ([`serve_runner`]).
+//! a runner process's loop ([`serve_runner`], [`serve_sync_runner`]).
 
-use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch};
+use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch, RunnerSettings};
+use crate::agent::{OnPolicyConfig, OnPolicyLearner};
+use crate::rollout::RolloutPolicy;
+use crate::sync_runners::runner_settings;
 use rl_broker::{Broker, BrokerLink, NatsTransport, RunInfo, RunPost, ServeSummary, Wire};
+use rl_core::Space;
 use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
 use rl_core::agent::EnvMaker;
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
-use rl_core::config::{AlgoConfig, RunConfig};
+use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::vec_env::EpisodeStats;
 use rl_core::{RlError, Rng};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -174,7 +179,7 @@ impl Wire for RunnerBatch {
         b.states = r.f32s("states", Some(times(state_dim, "states")?))?;
         let last_obs = r.f32s("last_obs", None)?;
         let last_dones = r.f32s("batch last_dones", None)?;
-        if obs_dim > 0 && last_obs.len() != last_dones.len() * obs_dim {
+        if obs_dim > 0 && last_dones.len().checked_mul(obs_dim) != Some(last_obs.len()) {
             return Err(format!(
                 "last_obs: {} values for {} rows of {obs_dim}",
                 last_obs.len(),
@@ -186,10 +191,13 @@ impl Wire for RunnerBatch {
         for _ in 0..n_chains {
             chains.push(r.usize("chains")?);
         }
-        if !chains.is_empty() && chains.iter().sum::<usize>() != n {
-            return Err(format!("chains: lengths sum to {}, expected {n} rows", {
-                chains.iter().sum::<usize>()
-            }));
+        // Checked: the lengths come from another process and may overflow a plain sum.
+        let chain_rows = chains.iter().try_fold(0usize, |t, &c| t.checked_add(c));
+        if !chains.is_empty() && chain_rows != Some(n) {
+            return Err(match chain_rows {
+                Some(rows) => format!("chains: lengths sum to {rows}, expected {n} rows"),
+                None => format!("chains: lengths overflow, expected a sum of {n} rows"),
+            });
         }
         let n_episodes = r.usize("episodes")?;
         let mut episodes = Vec::with_capacity(n_episodes.min(bytes.len() / 24));
@@ -281,101 +289,159 @@ pub fn serve_runner<L: ActorLearner>(
 ) -> Result<ServeSummary, RlError> {
     let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
     let settings = L::settings(&cfg);
-    let probe = make_env(run)?;
-    let spaces = (
-        probe.observation_space().clone(),
-        probe.action_space().clone(),
-    );
-    drop(probe);
+    let (obs_space, act_space) = spaces_of(run, make_env)?;
     // The architecture only: the weights come from the learner.
     let mut rng = Rng::for_stream(run.seed, "init");
     let autodiff = device.clone().autodiff();
-    let policy = L::make_policy(&cfg, (&spaces.0, &spaces.1), &mut rng, &autodiff)?.valid();
-    let board = broker.board()?;
-    let id = board.claim_runner_id()?;
-    let mut runner = EnvRunner::new(
-        run,
-        make_env,
-        settings.runner,
-        id as usize,
-        policy,
-        device.clone(),
-    )?;
-    let placeholder = Versioned {
-        version: u64::MAX,
-        weights: Default::default(),
+    let policy = L::make_policy(&cfg, (&obs_space, &act_space), &mut rng, &autodiff)?.valid();
+    let runner = RunnerProcess {
+        settings: settings.runner,
+        queue_size: settings.learner_queue_size,
+        sync: false,
     };
-    let transport = NatsTransport::<RunnerBatch>::new(
-        broker,
-        settings.learner_queue_size,
-        ACK_WAIT,
-        placeholder,
-    )?;
-    let mut summary = ServeSummary {
-        runner: id,
-        ..ServeSummary::default()
-    };
-    // The learner's notice (or `stop`) closes the transport, which ends a send that waits
-    // for room in a full queue.
-    let done = AtomicBool::new(false);
-    let sent = AtomicU64::new(0);
-    let result = std::thread::scope(|scope| {
-        scope.spawn(|| board.beat_until_end(id, &sent, stop, &done, || transport.close()));
-        let r = serve_loop(&mut runner, &transport, id, &sent, &mut summary);
-        done.store(true, Ordering::SeqCst);
-        r
-    });
-    // The last word: every batch this runner sent (the learner's count is checked against it).
-    let _ = board.heartbeat(id, summary.batches);
-    result.map(|()| summary)
+    runner.serve(broker, run, make_env, device, stop, policy)
 }
 
-/// Collects and sends until the transport closes.
-fn serve_loop(
-    runner: &mut EnvRunner,
-    transport: &NatsTransport<RunnerBatch>,
-    id: u32,
-    sent: &AtomicU64,
-    summary: &mut ServeSummary,
-) -> Result<(), RlError> {
-    loop {
-        if transport.is_closed() {
-            return Ok(());
-        }
-        let w = transport.latest();
-        if w.version == u64::MAX {
-            // Nothing published yet.
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
-        }
-        let collected = catch_unwind(AssertUnwindSafe(|| runner.collect(&w)));
-        let (version, batch) = match collected {
-            Ok(Ok(vb)) => vb,
-            failed => {
-                let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => "a panic".into(),
-                };
-                eprintln!("runner {id}: collection failed ({why}); resetting its envs");
-                summary.restarts += 1;
-                runner.reset()?;
+/// [`serve_runner`] for a synchronous on-policy run (PPO, A2C, TRPO with `num_env_runners`):
+/// one rollout of the runner's share of the envs per published version, then a wait for the
+/// next version.
+pub fn serve_sync_runner<L: OnPolicyLearner>(
+    broker: &Broker,
+    run: &RunConfig,
+    make_env: EnvMaker<'_>,
+    device: &Device,
+    stop: &AtomicBool,
+) -> Result<ServeSummary, RlError> {
+    let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
+    let rs = cfg.rollout_settings();
+    let settings = runner_settings(&rs, run)?;
+    let (obs_space, act_space) = spaces_of(run, make_env)?;
+    let mut rng = Rng::for_stream(run.seed, "init");
+    let autodiff = device.clone().autodiff();
+    let policy = L::make_policy(&cfg, &obs_space, &act_space, &mut rng, &autodiff)
+        .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?
+        .valid();
+    let runner = RunnerProcess {
+        settings,
+        queue_size: 2 * rs.num_env_runners + 2,
+        sync: true,
+    };
+    runner.serve(broker, run, make_env, device, stop, policy)
+}
+
+/// The spaces of `run`'s env.
+fn spaces_of(run: &RunConfig, make_env: EnvMaker<'_>) -> Result<(Space, Space), RlError> {
+    let probe = make_env(run)?;
+    Ok((
+        probe.observation_space().clone(),
+        probe.action_space().clone(),
+    ))
+}
+
+/// How a runner process collects.
+struct RunnerProcess {
+    settings: RunnerSettings,
+    queue_size: usize,
+    /// One batch per published version.
+    sync: bool,
+}
+
+impl RunnerProcess {
+    fn serve<P: RolloutPolicy + Module>(
+        &self,
+        broker: &Broker,
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        stop: &AtomicBool,
+        policy: P,
+    ) -> Result<ServeSummary, RlError> {
+        let board = broker.board()?;
+        let id = board.claim_runner_id()?;
+        let mut runner = EnvRunner::new(
+            run,
+            make_env,
+            self.settings,
+            id as usize,
+            policy,
+            device.clone(),
+        )?;
+        let placeholder = Versioned {
+            version: u64::MAX,
+            weights: Default::default(),
+        };
+        let transport =
+            NatsTransport::<RunnerBatch>::new(broker, self.queue_size, ACK_WAIT, placeholder)?;
+        let mut summary = ServeSummary {
+            runner: id,
+            ..ServeSummary::default()
+        };
+        // The learner's notice (or `stop`) closes the transport, which ends a send that waits
+        // for room in a full queue.
+        let done = AtomicBool::new(false);
+        let sent = AtomicU64::new(0);
+        let result = std::thread::scope(|scope| {
+            scope.spawn(|| board.beat_until_end(id, &sent, stop, &done, || transport.close()));
+            let r = self.serve_loop(&mut runner, &transport, id, &sent, &mut summary);
+            done.store(true, Ordering::SeqCst);
+            r
+        });
+        // The last word: every batch this runner sent (the learner's count is checked
+        // against it).
+        let _ = board.heartbeat(id, summary.batches);
+        result.map(|()| summary)
+    }
+
+    /// Collects and sends until the transport closes.
+    fn serve_loop<P: RolloutPolicy + Module>(
+        &self,
+        runner: &mut EnvRunner<P>,
+        transport: &NatsTransport<RunnerBatch>,
+        id: u32,
+        sent: &AtomicU64,
+        summary: &mut ServeSummary,
+    ) -> Result<(), RlError> {
+        let mut last_sent = None;
+        loop {
+            if transport.is_closed() {
+                return Ok(());
+            }
+            let w = transport.latest();
+            // Nothing published yet, or (synchronous) this version's rollout already sent.
+            if w.version == u64::MAX || (self.sync && last_sent == Some(w.version)) {
+                std::thread::sleep(Duration::from_millis(if self.sync { 5 } else { 50 }));
                 continue;
             }
-        };
-        let tagged = Tagged {
-            version,
-            runner: id as usize,
-            sent: Instant::now(),
-            batch,
-        };
-        match transport.send(tagged) {
-            Ok(()) => {
-                summary.batches += 1;
-                sent.store(summary.batches, Ordering::SeqCst);
+            let collected = catch_unwind(AssertUnwindSafe(|| runner.collect(&w)));
+            let (version, batch) = match collected {
+                Ok(Ok(vb)) => vb,
+                failed => {
+                    let why = match failed {
+                        Ok(Err(e)) => e.to_string(),
+                        _ => "a panic".into(),
+                    };
+                    eprintln!("runner {id}: collection failed ({why}); resetting its envs");
+                    summary.restarts += 1;
+                    runner.reset()?;
+                    continue;
+                }
+            };
+            let tagged = Tagged {
+                version,
+                runner: id as usize,
+                sent: Instant::now(),
+                batch,
+            };
+            match transport.send(tagged) {
+                Ok(()) => {
+                    last_sent = Some(version);
+                    summary.batches += 1;
+                    sent.store(summary.batches, Ordering::SeqCst);
+                }
+                // Closed: the run is over.
+                Err(_) if transport.is_closed() => return Ok(()),
+                Err(e) => return Err(e),
             }
-            // Closed: the run is over.
-            Err(_) if transport.is_closed() => return Ok(()),
-            Err(e) => return Err(e),
         }
     }
 }
@@ -458,5 +524,18 @@ mod tests {
         huge[6..14].copy_from_slice(&(1u64 << 40).to_le_bytes());
         let e = RunnerBatch::decode(&huge).unwrap_err();
         assert!(e.contains("obs"), "{e}");
+    }
+
+    #[test]
+    fn chain_lengths_that_overflow_are_an_error_not_a_panic() {
+        // Found by the broker fuzz target (an unoptimized build checks overflow): two chain
+        // lengths whose sum wraps around.
+        let mut b = batch();
+        b.chains = vec![usize::MAX, 7];
+        let e = RunnerBatch::decode(&b.encode()).unwrap_err();
+        assert!(e.contains("chains") && e.contains("overflow"), "{e}");
+        b.chains = vec![2, 3];
+        let e = RunnerBatch::decode(&b.encode()).unwrap_err();
+        assert!(e.contains("sum to 5, expected 6"), "{e}");
     }
 }

@@ -48,6 +48,32 @@ fn resume_pendulum_gsde_bit_identical() {
 }
 
 #[test]
+fn resume_with_three_lockstep_env_runners_bit_identical() {
+    // `num_env_runners: 3`: each runner steps one of the three envs with its own generators
+    // (gSDE matrices included), which the checkpoint keeps.
+    let mut run = cfg("Pendulum-v1", "normalize: {obs: true}\n");
+    for (k, v) in [("num_env_runners", 3), ("sde_sample_freq", 4)] {
+        run.algo_kwargs.insert(k.into(), serde_json::Value::from(v));
+    }
+    run.algo_kwargs
+        .insert("use_sde".into(), serde_json::Value::Bool(true));
+    check_run(run, "pendulum-runners");
+}
+
+#[test]
+fn env_runners_that_cannot_share_the_envs_evenly_are_refused() {
+    let mut run = cfg("CartPole-v1", "");
+    run.algo_kwargs
+        .insert("num_env_runners".into(), serde_json::Value::from(2));
+    let e = Ppo::new(&run, &make, &Device::flex()).err().unwrap();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("num_env_runners") && msg.contains("n_envs = 3"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn resume_cartpole_bit_identical() {
     check("CartPole-v1", "", "cartpole");
 }
