@@ -27,7 +27,7 @@ const GATHER_TIMEOUT: Duration = Duration::from_secs(600);
 /// `run.n_envs / num_env_runners` envs (an error when that does not divide evenly).
 pub fn runner_settings(rs: &RolloutSettings, run: &RunConfig) -> Result<RunnerSettings, RlError> {
     let n = rs.num_env_runners;
-    if n == 0 || run.n_envs % n != 0 {
+    if n == 0 || !run.n_envs.is_multiple_of(n) {
         return Err(RlError::Config(ConfigError::new(
             "algo_kwargs.num_env_runners",
             format!(
