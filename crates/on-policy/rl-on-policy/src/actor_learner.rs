@@ -145,6 +145,25 @@ impl<P: RolloutPolicy + Module> EnvRunner<P> {
     }
 }
 
+/// Restores each of `runners` from its saved state (checked: as many as saved; `file` names
+/// the checkpoint file).
+pub fn restore_runners<P: RolloutPolicy + Module>(
+    runners: &mut [EnvRunner<P>],
+    states: Vec<RunnerState>,
+    file: &str,
+) -> Result<(), RlError> {
+    if states.len() != runners.len() {
+        return Err(RlError::Config(ConfigError::new(
+            format!("{file}: runners"),
+            format!("{} saved, the run has {}", states.len(), runners.len()),
+        )));
+    }
+    for (r, st) in runners.iter_mut().zip(states) {
+        r.restore(st)?;
+    }
+    Ok(())
+}
+
 impl<P: RolloutPolicy + Module> Runner for EnvRunner<P> {
     type Batch = RunnerBatch;
 
@@ -335,15 +354,7 @@ impl RunnerSet {
         file: &str,
     ) -> Result<(), RlError> {
         if let RunnerSet::Lockstep { runners, .. } = self {
-            if states.len() != runners.len() {
-                return Err(RlError::Config(ConfigError::new(
-                    format!("{file}: runners"),
-                    format!("{} saved, the run has {}", states.len(), runners.len()),
-                )));
-            }
-            for (r, st) in runners.iter_mut().zip(states) {
-                r.restore(st)?;
-            }
+            restore_runners(runners, states, file)?;
         }
         self.publish(weights);
         Ok(())

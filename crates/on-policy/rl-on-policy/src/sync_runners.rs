@@ -5,7 +5,7 @@
 //! with `rl train --broker` they are processes ([`SyncRunners::Remote`]), and because a
 //! runner's envs and generators depend only on its index, both give the same batches.
 
-use crate::actor_learner::{EnvRunner, RunnerBatch, RunnerSettings, RunnerState};
+use crate::actor_learner::{EnvRunner, RunnerBatch, RunnerSettings, RunnerState, restore_runners};
 use crate::agent::RolloutSettings;
 use crate::remote::RemoteRunners;
 use crate::rollout::RolloutPolicy;
@@ -167,18 +167,10 @@ impl<P: RolloutPolicy + Module> SyncRunners<P> {
 
     /// Restores what [`states`](Self::states) saved; `file` names the checkpoint file.
     pub fn restore(&mut self, states: Vec<RunnerState>, file: &str) -> Result<(), RlError> {
-        if let SyncRunners::Lockstep(runners) = self {
-            if states.len() != runners.len() {
-                return Err(RlError::Config(ConfigError::new(
-                    format!("{file}: runners"),
-                    format!("{} saved, the run has {}", states.len(), runners.len()),
-                )));
-            }
-            for (r, st) in runners.iter_mut().zip(states) {
-                r.restore(st)?;
-            }
+        match self {
+            SyncRunners::Lockstep(runners) => restore_runners(runners, states, file),
+            SyncRunners::Remote { .. } => Ok(()),
         }
-        Ok(())
     }
 
     /// Normalization statistics of the first lockstep runner's envs.
