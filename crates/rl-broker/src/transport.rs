@@ -152,7 +152,8 @@ impl<B: Wire + Send> Transport<B> for NatsTransport<B> {
             // Short fetches, so that one lost with a restarting server costs little.
             let d = match self.queue.recv(left.min(Duration::from_secs(1))) {
                 Ok(Some(d)) => d,
-                Ok(None) => return None,
+                // Nothing in this short fetch: wait on until the caller's deadline.
+                Ok(None) => continue,
                 Err(BrokerError::Message { message, .. }) => {
                     // Terminated by the queue (never redelivered); say why it was dropped.
                     self.dropped

@@ -220,3 +220,42 @@ fn foreign_and_oversized_messages_are_refused_by_name() {
         .unwrap();
     assert_eq!(q.len().unwrap(), 1);
 }
+
+/// `recv` waits for its whole timeout, not for one of its short fetches: a batch sent 2.5 s
+/// after the learner started waiting (two and a half fetches later) still arrives.
+#[test]
+fn recv_waits_its_whole_timeout_across_empty_fetches() {
+    let server = NatsServer::start(&store("late")).unwrap();
+    let b = connect(&server, "late");
+    let learner: NatsTransport<ToyBatch> =
+        NatsTransport::new(&b, 8, Duration::from_secs(30), weights(0)).unwrap();
+    let late = ToyBatch {
+        runner: 3,
+        n: 1,
+        acted_with: 0.0,
+    };
+    let sender = {
+        let b = connect(&server, "late");
+        let batch = late.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2500));
+            let q = b.batch_queue(8, Duration::from_secs(30)).unwrap();
+            let meta = BatchMeta {
+                runner: 3,
+                seq: 0,
+                version: 0,
+            };
+            q.send(meta, Bytes::from(batch.encode()), Duration::from_secs(5))
+                .unwrap();
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let t = learner
+        .recv(Duration::from_secs(20))
+        .expect("the late batch");
+    assert_eq!(t.batch, late);
+    assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+    sender.join().unwrap();
+    // Nothing more: it returns None after its timeout.
+    assert!(learner.recv(Duration::from_millis(1500)).is_none());
+}
