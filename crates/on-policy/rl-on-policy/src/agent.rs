@@ -669,8 +669,7 @@ impl<L: OnPolicyLearner> OnPolicyAgent<L> {
             )));
         }
         let device = device.clone().autodiff();
-        let n_steps = cfg.rollout_settings().n_steps;
-        let mut core = OnPolicyCore::new(run, make_env, n_steps, device.clone().inner())?;
+        let mut core = OnPolicyCore::new(run, make_env, rs.n_steps, device.clone().inner())?;
         L::check_action_space(&core.status.act_space)
             .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))?;
         let policy = L::make_policy(

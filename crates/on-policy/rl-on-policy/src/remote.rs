@@ -7,7 +7,7 @@
 use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch, RunnerSettings};
 use crate::agent::{OnPolicyConfig, OnPolicyLearner};
 use crate::rollout::RolloutPolicy;
-use crate::sync_runners::runner_settings;
+use crate::sync_runners::{runner_settings, sync_queue_size};
 use rl_broker::{Broker, BrokerLink, NatsTransport, RunInfo, RunPost, ServeSummary, Wire};
 use rl_core::Space;
 use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
@@ -323,7 +323,7 @@ pub fn serve_sync_runner<L: OnPolicyLearner>(
         .valid();
     let runner = RunnerProcess {
         settings,
-        queue_size: 2 * rs.num_env_runners + 2,
+        queue_size: sync_queue_size(rs.num_env_runners),
         sync: true,
     };
     runner.serve(broker, run, make_env, device, stop, policy)

@@ -45,6 +45,13 @@ pub fn runner_settings(rs: &RolloutSettings, run: &RunConfig) -> Result<RunnerSe
     })
 }
 
+/// Batches the run's queue holds for `num_env_runners` synchronous runners: an iteration's
+/// rollouts and room for stale ones (the learner and the runner processes open the queue
+/// with the same size).
+pub fn sync_queue_size(num_env_runners: usize) -> usize {
+    2 * num_env_runners + 2
+}
+
 /// The runners of a synchronous on-policy run.
 pub enum SyncRunners<P> {
     /// In process, called in turn by the learner.
@@ -92,7 +99,7 @@ impl<P: RolloutPolicy + Module> SyncRunners<P> {
             version: 0,
             weights: Default::default(),
         };
-        let runners = RemoteRunners::start(link, run, 2 * count + 2, placeholder)?;
+        let runners = RemoteRunners::start(link, run, sync_queue_size(count), placeholder)?;
         Ok(SyncRunners::Remote {
             runners: Box::new(runners),
             count,
