@@ -1,6 +1,8 @@
-//! Runs whose env runners (IMPALA, APPO asynchronous; PPO, A2C, TRPO synchronous, with
-//! `num_env_runners`) or workers (OpenAI-ES, ARS) are processes, over a NATS JetStream broker ([`rl_broker`]): the learner side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL
-//! --run ID`) and a supervisor of local runner processes (`--local-runners N`).
+//! Runs whose env runners (IMPALA, APPO asynchronous; PPO, A2C, TRPO synchronous; DQN, SAC
+//! filling the learner's replay, Ape-X style; all with `num_env_runners`) or workers
+//! (OpenAI-ES, ARS) are processes, over a NATS JetStream broker ([`rl_broker`]): the learner
+//! side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL --run ID`)
+//! and a supervisor of local runner processes (`--local-runners N`).
 
 use rl_broker::{Auth, Broker, BrokerConfig};
 use rl_broker::{BrokerLink, RunInfo, ServeSummary};
@@ -14,7 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Algorithms whose runners can be processes over a broker.
-pub const BROKER_ALGORITHMS: &[&str] = &["impala", "appo", "ppo", "a2c", "trpo", "es", "ars"];
+pub const BROKER_ALGORITHMS: &[&str] = &[
+    "impala", "appo", "ppo", "a2c", "trpo", "dqn", "sac", "es", "ars",
+];
 
 /// How long a runner waits for the learner to post its run (seconds; `RL_RUNNER_JOIN_WAIT_S`
 /// overrides it).
@@ -81,6 +85,8 @@ pub fn build_with_broker(
         "trpo" => Ok(Box::new(rl_trpo::Trpo::with_broker(
             run, env, device, link,
         )?)),
+        "dqn" => Ok(Box::new(rl_dqn::Dqn::with_broker(run, env, device, link)?)),
+        "sac" => Ok(Box::new(rl_sac::Sac::with_broker(run, env, device, link)?)),
         "es" => Ok(Box::new(rl_es::Es::with_broker(run, env, device, link)?)),
         "ars" => Ok(Box::new(rl_ars::Ars::with_broker(run, env, device, link)?)),
         other => Err(unsupported(other)),
@@ -110,6 +116,12 @@ pub fn load_with_broker(
             dir, env, device, link,
         )?)),
         "trpo" => Ok(Box::new(rl_trpo::Trpo::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "dqn" => Ok(Box::new(rl_dqn::Dqn::load_with_broker(
+            dir, env, device, link,
+        )?)),
+        "sac" => Ok(Box::new(rl_sac::Sac::load_with_broker(
             dir, env, device, link,
         )?)),
         "es" => Ok(Box::new(rl_es::Es::load_with_broker(
@@ -142,6 +154,7 @@ pub fn serve_runner(
         .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
     let env = &crate::make_training_env;
     use rl_evolution::remote::serve_worker as worker;
+    use rl_off_policy::runners::serve_apex_runner as apex;
     use rl_on_policy::remote::{serve_runner as serve, serve_sync_runner as sync};
     match info.algorithm.as_str() {
         "impala" => serve::<rl_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
@@ -149,6 +162,8 @@ pub fn serve_runner(
         "ppo" => sync::<rl_ppo::PpoLearner>(broker, &run, env, &dev, stop),
         "a2c" => sync::<rl_a2c::A2cLearner>(broker, &run, env, &dev, stop),
         "trpo" => sync::<rl_trpo::TrpoLearner>(broker, &run, env, &dev, stop),
+        "dqn" => apex::<rl_dqn::DqnLearner>(broker, &run, env, &dev, stop),
+        "sac" => apex::<rl_sac::SacLearner>(broker, &run, env, &dev, stop),
         "es" => worker::<rl_es::EsLearner>(broker, &run, env, stop),
         "ars" => worker::<rl_ars::ArsLearner>(broker, &run, env, stop),
         other => Err(unsupported(other)),

@@ -2,7 +2,8 @@
 //! CartPole-v1 with 2 runner processes (`rl runner`) feeding the learner through a real
 //! `nats-server` on 127.0.0.1, ≥ 450 within 1M env steps; PPO (synchronous: one rollout from
 //! each runner per iteration) ≥ 475 at 100k; OpenAI-ES with 2 worker processes,
-//! ≥ 475 within 1M; ARS with 2 worker processes, ≥ 475 within 100k. `#[ignore]`d: `cargo xtask learn` runs them (nats-server on PATH or
+//! ≥ 475 within 1M; ARS with 2 worker processes, ≥ 475 within 100k; DQN (runner processes
+//! filling the learner's replay, Ape-X style) ≥ 475 within 50k; SAC Pendulum-v1 ≥ −200 at 20k. `#[ignore]`d: `cargo xtask learn` runs them (nats-server on PATH or
 //! `RL_NATS_SERVER`).
 
 use rl::broker::BrokerLink;
@@ -28,8 +29,8 @@ fn over_broker_within(name: &str, config: &str, seed: u64, bar: f64, every: u64,
         testing::first_reaching(alg, run, every, bar)
     });
     println!(
-        "{algorithm} CartPole-v1 over NATS, 2 runner processes, seed {seed}: first eval >= {bar} \
-         at {hit:?} (budget {budget}); evaluations {evals:?}"
+        "{algorithm} over NATS, 2 runner processes, seed {seed}: first eval >= {bar} at {hit:?} \
+         (budget {budget}); evaluations {evals:?}"
     );
     assert!(
         hit.is_some_and(|s| s <= budget),
@@ -43,14 +44,15 @@ fn over_broker_at(name: &str, config: &str, seed: u64, bar: f64) {
     let ((r, steps), algorithm) =
         with_broker(name, config, seed, |alg, run| testing::return_at(alg, run));
     println!(
-        "{algorithm} CartPole-v1 over NATS, 2 runner processes, seed {seed}: mean deterministic \
-         eval return {r} at {steps} steps"
+        "{algorithm} over NATS, 2 runner processes, seed {seed}: mean deterministic eval return \
+         {r} at {steps} steps"
     );
     assert!(r >= bar, "seed {seed}: {r} < {bar} at {steps} steps");
 }
 
 /// Runs `learn` on the learner of `config` (seed `seed`) whose runners are 2 processes of the
-/// `rl` binary on a fresh nats-server; returns what it returned and the algorithm's name.
+/// `rl` binary on a fresh nats-server; returns what it returned and the algorithm's and env's
+/// names.
 fn with_broker<T>(
     name: &str,
     config: &str,
@@ -89,7 +91,10 @@ fn with_broker<T>(
     drop(runners);
     drop(server);
     let _ = std::fs::remove_dir_all(&store);
-    (out, run.algorithm.to_uppercase())
+    (
+        out,
+        format!("{} {}", run.algorithm.to_uppercase(), run.env_id),
+    )
 }
 
 #[test]
@@ -109,6 +114,22 @@ fn appo_cartpole_broker_2_runners_seed0_within_1m() {
 fn ppo_cartpole_broker_2_runners_seed0_at_100k() {
     // rl-zoo's settings, the 8 envs split between the 2 runner processes (4 each).
     over_broker_at("ppo", "ppo_cartpole_runners.yaml", 0, 475.0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn dqn_cartpole_broker_2_runners_seed0_within_50k() {
+    // rl-zoo's settings, each runner process stepping 1 of the 2 envs and filling the
+    // learner's replay (Ape-X); the in-process test's bar and evaluation schedule.
+    over_broker_within("dqn", "dqn_cartpole_runners.yaml", 0, 475.0, 2_000, 50_000);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn"]
+fn sac_pendulum_broker_2_runners_seed0_at_20k() {
+    // sac_pendulum.yaml's settings, each runner process stepping 1 of the 2 envs; the
+    // in-process bar.
+    over_broker_at("sac", "sac_pendulum_runners.yaml", 0, -200.0);
 }
 
 #[test]

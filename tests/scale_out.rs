@@ -192,10 +192,16 @@ fn latest_checkpoint(run: &Path) -> Option<PathBuf> {
 /// Per runner id, how many of its batches a checkpoint records as used (its `used_batches`:
 /// every sequence below a watermark, and the listed ones above it).
 fn used_counts(checkpoint: &Path) -> std::collections::BTreeMap<u32, u64> {
+    used_counts_at(checkpoint, "/used_batches")
+}
+
+/// [`used_counts`] of the used batches at JSON `pointer` in the checkpoint's `state.json`.
+fn used_counts_at(checkpoint: &Path, pointer: &str) -> std::collections::BTreeMap<u32, u64> {
     let text = std::fs::read_to_string(checkpoint.join("state.json")).unwrap();
     let state: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let runners = state["used_batches"]
-        .as_array()
+    let runners = state
+        .pointer(pointer)
+        .and_then(|v| v.as_array())
         .unwrap_or_else(|| panic!("no used_batches in {}", checkpoint.display()));
     runners
         .iter()
@@ -601,6 +607,70 @@ fn a_synchronous_ppo_learner_killed_and_resumed_gets_fresh_rollouts_and_complete
         let n = after.get(&k).copied().unwrap_or(0);
         assert!((iterations..=iterations + 1).contains(&n), "{after:?}");
     }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dqn_runner_processes_fill_the_replay_and_a_killed_one_is_replaced() {
+    let dir = tmp("apex-dqn");
+    let server = NatsServer::start(&dir.join("store")).expect("nats-server");
+    let cfg = dir.join("dqn.yaml");
+    std::fs::write(
+        &cfg,
+        "algorithm: dqn\nenv_id: CartPole-v1\ntotal_timesteps: 16000\nseed: 0\nn_envs: 2\n\
+         eval_freq: 0\nalgo_kwargs: {num_env_runners: 2, train_freq: 64, gradient_steps: 32, \
+         learning_starts: 500, batch_size: 32, policy_kwargs: {net_arch: [32]}}\n",
+    )
+    .unwrap();
+    let url = server.url();
+    let run_id = format!("apex-dqn-{}", std::process::id());
+    let out = dir.join("run");
+    let mut learner = rl_learner("train", &cfg, &url, &run_id, 2, &out)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let broker = client(&url, &run_id);
+    // Versions count the learner's env steps: kill a runner a third of the way in.
+    wait_for_version(&broker, 5_000, &mut learner);
+    let runners = children(learner.id());
+    assert_eq!(runners.len(), 2, "{runners:?}");
+    assert!(
+        Command::new("kill")
+            .args(["-9", &runners[0].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = learner.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(learner.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(status.success(), "learner: {status:?}\n{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a summary line")).unwrap();
+    let end = Path::new(summary["checkpoint"].as_str().unwrap());
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(end.join("state.json")).unwrap()).unwrap();
+    let (steps, iterations) = (
+        state["core"]["num_timesteps"].as_u64().unwrap(),
+        state["core"]["iterations"].as_u64().unwrap(),
+    );
+    // One chunk (64 steps of a runner's 1 env) per iteration, each used once.
+    assert!(steps >= 16_000, "{summary}");
+    assert_eq!(steps, 64 * iterations);
+    let used = used_counts_at(end, "/core/runners/used");
+    assert_eq!(used.values().sum::<u64>(), iterations, "{used:?}");
+    // The replacement joined under id 2 and its chunks were stored too; every runner's
+    // chunks were linked in the replay.
+    assert!(used.get(&2).copied().unwrap_or(0) > 0, "{used:?}");
+    let links = state["core"]["runners"]["links"].as_object().unwrap();
+    assert_eq!(links.keys().collect::<Vec<_>>(), ["0", "1", "2"]);
+    let restarts = metric(&out, "perf/runner_restarts");
+    assert_eq!(restarts.last().copied(), Some(1.0), "{restarts:?}");
+    // The learner trained: its TD loss was logged, and the weights moved on after the kill.
+    assert!(!metric(&out, "losses/td_loss").is_empty());
+    assert!(broker.weights().unwrap().version().unwrap().unwrap() >= 15_000);
+    assert!(processes_with(&run_id).is_empty());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

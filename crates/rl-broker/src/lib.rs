@@ -14,6 +14,8 @@
 //! - [`RunBoard`]: the run's config for runner processes that join it ([`RunInfo`], with the
 //!   version that started it), runner ids unique within the run, heartbeats, and the
 //!   learner's notice that the run is over.
+//! - [`RemoteRunners`] and [`serve_batches`]: the learner's and a runner process's side of a
+//!   run, whatever its batches hold.
 //! - [`NatsServer`]: a real `nats-server -js` on 127.0.0.1 with a random port and its own
 //!   store, stopped by its pid (tests, local runs).
 //!
@@ -23,10 +25,12 @@
 #![warn(missing_docs)]
 
 mod board;
+mod runners;
 mod server;
 mod transport;
 
 pub use board::{Heartbeat, RunBoard, RunInfo, RunPost};
+pub use runners::{ACK_WAIT, Reader, RemoteRunners, Writer, serve_batches};
 pub use server::{NATS_SERVER_ENV, NatsServer};
 pub use transport::{NatsTransport, Wire};
 
@@ -407,6 +411,7 @@ impl Broker {
             kv,
             objects,
             bucket,
+            written: std::sync::Mutex::new(std::collections::VecDeque::new()),
         })
     }
 }
@@ -759,6 +764,8 @@ pub struct WeightsBucket {
     kv: kv::Store,
     objects: object_store::ObjectStore,
     bucket: String,
+    /// The objects this writer put, newest last (versions need not be consecutive).
+    written: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
 
 impl fmt::Debug for WeightsBucket {
@@ -791,12 +798,23 @@ impl WeightsBucket {
                 .map_err(|e| js_error(format!("object {name} in {}", self.bucket), e))?;
             value.push(OBJECT);
             value.extend_from_slice(name.as_bytes());
+            self.written
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push_back(name);
         }
         rt.block_on(self.kv.put("latest", value.into()))
             .map_err(|e| js_error(format!("put latest in {}", self.bucket), e))?;
-        if let Some(old) = version.checked_sub(2) {
-            // Best effort: an object that is not there (an inline version) is no error.
-            let _ = rt.block_on(self.objects.delete(format!("v{old}")));
+        let old = {
+            let mut w = self
+                .written
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if w.len() > 2 { w.pop_front() } else { None }
+        };
+        if let Some(old) = old {
+            // Best effort: one left behind is removed with the run's store.
+            let _ = rt.block_on(self.objects.delete(old));
         }
         // The version alone, so that readers check for news without fetching the weights.
         rt.block_on(
@@ -805,6 +823,22 @@ impl WeightsBucket {
         )
         .map_err(|e| js_error(format!("put version in {}", self.bucket), e))?;
         Ok(())
+    }
+
+    /// The names of the weight objects stored (large weights; for diagnostics and tests).
+    pub fn objects(&self) -> Result<Vec<String>, BrokerError> {
+        let what = || format!("list objects of {}", self.bucket);
+        self.broker.block_on(async {
+            let mut list = self.objects.list().await.map_err(|e| js_error(what(), e))?;
+            let mut names = Vec::new();
+            while let Some(info) = list.next().await {
+                let info = info.map_err(|e| js_error(what(), e))?;
+                if !info.deleted {
+                    names.push(info.name);
+                }
+            }
+            Ok(names)
+        })
     }
 
     /// The version of the latest weights, if any were published (one small read).

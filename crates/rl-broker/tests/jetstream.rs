@@ -170,6 +170,15 @@ fn weights_round_trip_inline_and_through_the_object_store() {
     }
     w.put(6, &small).unwrap();
     assert_eq!(w.latest().unwrap(), Some((6, small)));
+    // Versions need not be consecutive (Ape-X runs number them by env steps): the writer
+    // keeps its last two objects, whatever their versions.
+    for v in [100, 356, 612, 2000] {
+        w.put(v, &large).unwrap();
+    }
+    let mut objects = w.objects().unwrap();
+    objects.sort();
+    assert_eq!(objects, ["v2000", "v612"]);
+    assert_eq!(w.latest().unwrap(), Some((2000, large)));
 }
 
 /// Two runs on one server: each learner sees only its own run's batches and weights.

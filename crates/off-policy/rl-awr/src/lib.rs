@@ -276,6 +276,11 @@ impl OffPolicyLearner for AwrLearner {
             gamma: cfg.gamma,
             store_buffer: cfg.store_buffer_in_checkpoints,
             feed: Feed::WholeReplay,
+            // AWR steps its own envs (its whole replay is recent samples).
+            runners: rl_off_policy::RunnerShape {
+                num_env_runners: 0,
+                rollout_fragment_length: cfg.n_steps,
+            },
         }
     }
 

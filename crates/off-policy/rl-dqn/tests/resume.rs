@@ -28,9 +28,13 @@ fn strip(m: &Metrics) -> Vec<(String, u64)> {
 }
 
 fn check(extra: &str, tag: &str) {
+    // The buffer wraps (400 / 2 rows) before the checkpoint.
+    check_with(extra, tag, (9, 6));
+}
+
+fn check_with(extra: &str, tag: &str, (n, m): (usize, usize)) {
     let run = cfg(&format!("  store_buffer_in_checkpoints: true\n{extra}"));
     let dev = Device::flex();
-    let (n, m) = (9, 6); // the buffer wraps (400 / 2 rows) before the checkpoint
     let mut a = Dqn::new(&run, &training_env, &dev).unwrap();
     let metrics_a: Vec<_> = (0..n + m).map(|_| strip(&a.train().unwrap())).collect();
     let mut b = Dqn::new(&run, &training_env, &dev).unwrap();
@@ -41,6 +45,8 @@ fn check(extra: &str, tag: &str) {
     let mut c = Dqn::load(&dir, &training_env, &dev).unwrap();
     assert!(c.warnings().is_empty(), "{:?}", c.warnings());
     assert_eq!(c.replay().len(), 400);
+    // Runners' chunks go to one linked column.
+    assert_eq!(c.replay().is_linked(), extra.contains("num_env_runners"));
     metrics_b.extend((0..m).map(|_| strip(&c.train().unwrap())));
     assert_eq!(metrics_a, metrics_b, "{tag}: metrics differ after resume");
     assert_eq!(
@@ -62,6 +68,15 @@ fn resume_with_stored_buffer_is_bit_identical() {
 #[test]
 fn resume_rainbow_with_stored_buffer_is_bit_identical() {
     check(RAINBOW, "rainbow");
+}
+
+#[test]
+fn resume_with_two_lockstep_env_runners_bit_identical() {
+    // Each runner steps one of the 2 envs; an iteration stores one runner's chunk of 32
+    // steps in the linked replay (n-step ranges and priorities included), which wraps
+    // (400 transitions) before the checkpoint.
+    let runners = "  num_env_runners: 2\n  n_step: [1, 3]\n  prioritized_replay: true\n";
+    check_with(runners, "runners", (15, 6));
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! steps due, `predict` and checkpoints ([`OffPolicyCore`]) around a learner that implements
 //! [`OffPolicyLearner`]; [`OffPolicyAgent`] is the [`Algorithm`] of DQN, SAC and AWR.
 
-use crate::{CoreState, OffPolicyCore, ReplayOptions, TrainFrequency};
+use crate::runners::{ApexRunners, RunnerShape};
+use crate::{Collected, CoreState, OffPolicyCore, ReplayOptions, TrainFrequency};
+use rl_broker::BrokerLink;
 use rl_core::agent::EnvMaker;
 use rl_core::algorithm::{Algorithm, Learner, LearnerState, Progress, RunStatus, check_finite};
 use rl_core::burn::tensor::Device;
@@ -41,6 +43,8 @@ pub struct OffPolicySettings {
     pub store_buffer: bool,
     /// How batches reach the learner.
     pub feed: Feed,
+    /// Env runners (Ape-X), if any.
+    pub runners: RunnerShape,
 }
 
 /// Whether an actor explores (collection, stochastic `predict`) or acts greedily.
@@ -72,9 +76,9 @@ pub trait OffPolicyActor {
 /// state come through [`Learner`].
 pub trait OffPolicyLearner: Learner<Batch = TransitionBatch> + Sized {
     /// The hyperparameters (`algo_kwargs`).
-    type Config: AlgoConfig + Serialize + Clone;
+    type Config: AlgoConfig + Serialize + Clone + Send;
     /// The acting side.
-    type Actor: OffPolicyActor;
+    type Actor: OffPolicyActor + Send;
     /// The algorithm's name in configs and checkpoints.
     const NAME: &'static str;
 
@@ -167,21 +171,69 @@ pub struct OffPolicyAgent<L: OffPolicyLearner> {
     /// The curiosity plugin, if the run asks for one: it adds its bonus to each replayed
     /// batch.
     curiosity: Option<Curiosity>,
+    /// Env runners that fill the replay (`num_env_runners` ≥ 1), instead of the shell's own
+    /// vector env.
+    runners: Option<ApexRunners<L>>,
 }
 
 impl<L: OffPolicyLearner> OffPolicyAgent<L> {
     /// A fresh agent for `run` (its `algo_kwargs` are `L`'s hyperparameters) on `device`
     /// (gradients are taken on `device.autodiff()`).
     pub fn new(run: &RunConfig, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        Self::build(run, make_env, device, None)
+    }
+
+    /// [`new`](Self::new) with the env runners (`num_env_runners` of them) in other processes:
+    /// the learner posts the run on `link`'s broker and fills its replay with the chunks they
+    /// send (they join with [`serve_apex_runner`](crate::runners::serve_apex_runner)).
+    pub fn with_broker(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        Self::build(run, make_env, device, Some(link))
+    }
+
+    fn build(
+        run: &RunConfig,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let cfg = L::Config::from_kwargs(&run.algo_kwargs).map_err(RlError::Config)?;
         let settings = L::settings(&cfg);
-        let core = OffPolicyCore::new(run, make_env, &settings.replay, |space| {
+        let shape = settings.runners;
+        if link.is_some() && shape.num_env_runners == 0 {
+            return Err(RlError::Config(ConfigError::new(
+                "algo_kwargs.num_env_runners",
+                format!(
+                    "{} over a broker fills its replay from runner processes: set \
+                     num_env_runners to the number of runner processes (at least 1)",
+                    L::NAME
+                ),
+            )));
+        }
+        let mut core = OffPolicyCore::new(run, make_env, &settings.replay, |space| {
             L::stored_action_dim(space)
                 .map_err(|e| RlError::Config(ConfigError::new(&run.env_id, e)))
         })?;
         let spaces = (&core.status.obs_space, &core.status.act_space);
+        let inference = device.clone();
         let device = device.clone().autodiff();
         let curiosity = Curiosity::from_run(run, spaces.0, spaces.1, &device)?;
+        let runners = match (shape.num_env_runners, link) {
+            (0, _) => None,
+            (_, None) => Some(ApexRunners::lockstep(
+                run, make_env, &cfg, shape, &inference,
+            )?),
+            (_, Some(link)) => Some(ApexRunners::remote(run, shape, link)?),
+        };
+        if runners.is_some() {
+            // Transitions of all runners' envs arrive interleaved: one linked column.
+            let c = core.replay.config();
+            core.replay = settings.replay.build(1, c.obs_dim, c.act_dim).linked();
+        }
         let learner = L::build(cfg, run, spaces, device)?;
         Ok(Self {
             core,
@@ -189,16 +241,40 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
             learner,
             actor: None,
             curiosity,
+            runners,
         })
     }
 
     /// Loads a checkpoint written by [`Algorithm::save`]; `device` overrides the saved one.
     pub fn load(dir: &Path, make_env: EnvMaker<'_>, device: &Device) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, None)
+    }
+
+    /// [`load`](Self::load) with the env runners in other processes (see
+    /// [`with_broker`](Self::with_broker)).
+    pub fn load_with_broker(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: &BrokerLink,
+    ) -> Result<Self, RlError> {
+        Self::load_with(dir, make_env, device, Some(link))
+    }
+
+    fn load_with(
+        dir: &Path,
+        make_env: EnvMaker<'_>,
+        device: &Device,
+        link: Option<&BrokerLink>,
+    ) -> Result<Self, RlError> {
         let (ck, run) = read_run(dir, L::NAME)?;
-        let mut agent = Self::new(&run, make_env, device)?;
-        let state: SavedState = read_json(&ck, "state.json")?;
+        let mut agent = Self::build(&run, make_env, device, link)?;
+        let mut state: SavedState = read_json(&ck, "state.json")?;
         agent.learner.load_state(&ck, &state.learner)?;
         load_plugin(&mut agent.curiosity, &ck, &state.learner)?;
+        if let (Some(r), Some(s)) = (&mut agent.runners, state.core.runners.take()) {
+            r.restore(s, &ck.path_of("state.json"))?;
+        }
         let store = agent.settings.store_buffer;
         agent.core.restore(state.core, &ck, store)?;
         Ok(agent)
@@ -230,12 +306,22 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
     }
 
     /// The learner's gradient steps on batches sampled from the replay, as many as are due
-    /// after `collected` env steps; their metrics averaged.
-    fn sampled_updates(&mut self, collected: u64, progress: &Progress) -> Result<Metrics, RlError> {
+    /// after `collected` env steps (from runners: at the rate per env step that the config
+    /// gives the shell's own `n_envs`); their metrics averaged, and their number.
+    fn sampled_updates(
+        &mut self,
+        collected: u64,
+        progress: &Progress,
+    ) -> Result<(Metrics, usize), RlError> {
         let s = &self.settings;
-        let steps =
-            s.frequency
-                .gradient_steps(progress.num_timesteps, collected, &mut self.core.credit);
+        let (t, credit) = (progress.num_timesteps, &mut self.core.credit);
+        let steps = match self.runners {
+            None => s.frequency.gradient_steps(t, collected, credit),
+            Some(_) => {
+                s.frequency
+                    .gradient_steps_per_env_step(t, collected, self.core.run.n_envs, credit)
+            }
+        };
         let beta = s
             .replay
             .beta_at(progress.num_timesteps, progress.total_timesteps);
@@ -261,6 +347,42 @@ impl<L: OffPolicyLearner> OffPolicyAgent<L> {
         if self.settings.replay.prioritized {
             m.insert("charts/beta".into(), beta);
         }
+        Ok((m, steps))
+    }
+
+    /// An iteration fed by env runners: one chunk into the replay, the gradient steps due,
+    /// and the new weights published when they changed.
+    fn train_from_runners(&mut self) -> Result<Metrics, RlError> {
+        let t0 = Instant::now();
+        let runners = self.runners.as_mut().expect("called with runners");
+        let learner = &self.learner;
+        runners.ensure_published(self.core.status.num_timesteps, || learner.weights());
+        let (id, chunk) = runners.next_chunk()?;
+        let calls_before = self.core.n_calls;
+        let steps = runners.store(id, &chunk, &mut self.core.replay)? as u64;
+        let k = runners.envs_per_runner;
+        self.core.n_calls += chunk.n_steps as u64;
+        self.core.status.num_timesteps += steps;
+        let c = Collected {
+            episodes: chunk.episodes,
+            steps,
+            calls_before,
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        // Target updates are counted in env steps: vector steps of the runner's envs.
+        self.learner
+            .after_collect(calls_before, self.core.n_calls, k);
+        let progress = self.core.status.progress();
+        let (mut m, gradient_steps) = self.sampled_updates(steps, &progress)?;
+        let runners = self.runners.as_mut().expect("called with runners");
+        if gradient_steps > 0 {
+            runners.publish(self.core.status.num_timesteps, self.learner.weights());
+        }
+        m.insert("perf/runner_restarts".into(), runners.restarts() as f64);
+        self.learner.acting_metrics(&progress, &mut m);
+        self.core.status.iterations += 1;
+        self.core.finish_metrics(&mut m, &c, t0);
+        check_finite(self.core.status.num_timesteps, &m)?;
         Ok(m)
     }
 }
@@ -279,13 +401,19 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
     }
 
     fn env_stats(&self) -> Vec<Value> {
-        self.core.collector.env.save_stats()
+        match self.runners.as_ref().and_then(ApexRunners::env_stats) {
+            Some(s) => s,
+            None => self.core.collector.env.save_stats(),
+        }
     }
 
     /// `train_freq` vector steps of collection (uniform random actions before
     /// `learning_starts`), then the learner's updates: the gradient steps due on sampled
     /// batches, or one pass over the whole replay.
     fn train(&mut self) -> Result<Metrics, RlError> {
+        if self.runners.is_some() {
+            return self.train_from_runners();
+        }
         let t0 = Instant::now();
         let f = &self.settings.frequency;
         let (train_freq, learning_starts) = (f.train_freq, f.learning_starts);
@@ -314,7 +442,7 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
             .after_collect(c.calls_before, self.core.n_calls, n_envs);
         let progress = self.core.status.progress();
         let mut m = match self.settings.feed {
-            Feed::Sampled => self.sampled_updates(c.steps, &progress)?,
+            Feed::Sampled => self.sampled_updates(c.steps, &progress)?.0,
             Feed::WholeReplay => {
                 let mut data = self.core.replay.chronological();
                 let plugin = match &mut self.curiosity {
@@ -364,7 +492,8 @@ impl<L: OffPolicyLearner> Algorithm for OffPolicyAgent<L> {
             files: learner_files,
             entries,
         } = learner_state;
-        let (core, replay_file) = self.core.state(self.settings.store_buffer)?;
+        let (mut core, replay_file) = self.core.state(self.settings.store_buffer)?;
+        core.runners = self.runners.as_ref().map(ApexRunners::state).transpose()?;
         let state = SavedState {
             core,
             learner: entries,

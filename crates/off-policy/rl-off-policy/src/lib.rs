@@ -7,10 +7,12 @@
 
 pub mod agent;
 pub mod multi_agent;
+pub mod runners;
 pub use agent::{
     ActMode, Feed, OffPolicyActor, OffPolicyAgent, OffPolicyLearner, OffPolicySettings,
     random_actions,
 };
+pub use runners::RunnerShape;
 
 use rl_core::algorithm::RunStatus;
 use rl_core::batch::flatten_batch;
@@ -33,6 +35,35 @@ pub struct CollectorState {
     pub last_obs: Vec<f32>,
     /// Env snapshots.
     pub envs: Vec<serde_json::Value>,
+}
+
+/// Where a [`Collector`] puts a vector step's transitions: a replay buffer, or a runner's
+/// chunk on its way to the learner's replay.
+pub trait TransitionSink {
+    /// Stores one vector step: arrays of all envs, row-major.
+    fn add(
+        &mut self,
+        obs: &[f32],
+        actions: &[f32],
+        rewards: &[f32],
+        next_obs: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+    );
+}
+
+impl TransitionSink for Replay {
+    fn add(
+        &mut self,
+        obs: &[f32],
+        actions: &[f32],
+        rewards: &[f32],
+        next_obs: &[f32],
+        terminated: &[bool],
+        truncated: &[bool],
+    ) {
+        Replay::add(self, obs, actions, rewards, next_obs, terminated, truncated);
+    }
 }
 
 /// Steps a vector env and stores every transition in a replay buffer, the true final
@@ -82,7 +113,7 @@ impl Collector {
         &mut self,
         env_actions: &[f32],
         stored_actions: &[f32],
-        replay: &mut Replay,
+        replay: &mut impl TransitionSink,
     ) -> Result<Vec<EpisodeStats>, EnvError> {
         self.env.step(env_actions)?;
         let n = self.env.num_envs();
@@ -109,6 +140,13 @@ impl Collector {
         self.last_obs.copy_from_slice(self.env.obs());
         flatten_batch(&self.space, &self.last_obs, &mut self.flat);
         Ok(self.env.drain_episodes())
+    }
+
+    /// Starts new episodes in every env, seeded with `seed` (after a failure).
+    pub fn reset(&mut self, seed: u64) -> Result<(), EnvError> {
+        self.last_obs = self.env.reset(Some(seed))?.to_vec();
+        flatten_batch(&self.space, &self.last_obs, &mut self.flat);
+        Ok(())
     }
 
     /// Saves what resuming needs.
@@ -192,6 +230,30 @@ impl TrainFrequency {
             None if self.gradient_steps < 0 => collected as usize,
             None => self.gradient_steps as usize,
         }
+    }
+
+    /// [`gradient_steps`](Self::gradient_steps) for `collected` env steps that did not come
+    /// in calls of `train_freq` vector steps of `n_envs` envs (env runners' chunks): the same
+    /// gradient steps per env step, `gradient_steps ÷ (train_freq × n_envs)`, fractions
+    /// carried in `credit`.
+    pub fn gradient_steps_per_env_step(
+        &self,
+        num_timesteps: u64,
+        collected: u64,
+        n_envs: usize,
+        credit: &mut f64,
+    ) -> usize {
+        if self.training_intensity.is_some() || self.gradient_steps < 0 {
+            return self.gradient_steps(num_timesteps, collected, credit);
+        }
+        if num_timesteps <= self.learning_starts {
+            return 0;
+        }
+        *credit += collected as f64 * self.gradient_steps as f64
+            / (self.train_freq * n_envs.max(1)) as f64;
+        let k = credit.floor();
+        *credit -= k;
+        k as usize
     }
 }
 
@@ -281,6 +343,13 @@ pub struct ReplayKeys {
     /// Save the replay buffer with checkpoints.
     #[default(false)]
     pub store_buffer_in_checkpoints: bool,
+    /// Env runners that fill the replay, Ape-X style (RLlib's name; 0: the shell steps its
+    /// own vector env, as SB3). They share `n_envs` evenly; in process they take turns, with
+    /// `rl train --broker` they are `rl runner` processes.
+    #[default(0)]
+    pub num_env_runners: usize,
+    /// Vector steps per runner chunk (RLlib's name; default `train_freq`).
+    pub rollout_fragment_length: Option<usize>,
 }
 
 impl ReplayKeys {
@@ -316,6 +385,10 @@ impl ReplayKeys {
             gamma,
             store_buffer: self.store_buffer_in_checkpoints,
             feed: Feed::Sampled,
+            runners: RunnerShape {
+                num_env_runners: self.num_env_runners,
+                rollout_fragment_length: self.rollout_fragment_length.unwrap_or(train_freq),
+            },
         }
     }
 
@@ -323,6 +396,9 @@ impl ReplayKeys {
     /// algorithm's).
     pub fn validate(&self, train_freq: usize, batch_size: usize) -> Result<(), ConfigError> {
         self.train_frequency(train_freq, batch_size).validate()?;
+        if self.rollout_fragment_length == Some(0) {
+            return invalid("rollout_fragment_length", "must be at least 1");
+        }
         self.options().validate()
     }
 }
@@ -455,6 +531,8 @@ mod tests {
                 "prioritized_replay_beta",
                 "prioritized_replay_eps",
                 "store_buffer_in_checkpoints",
+                "num_env_runners",
+                "rollout_fragment_length",
             ]
         );
     }
@@ -482,6 +560,25 @@ mod tests {
             ..f.clone()
         };
         assert_eq!(g.gradient_steps(100, 8, &mut credit), 8);
+    }
+
+    #[test]
+    fn runner_chunks_get_the_gradient_steps_per_env_step_of_the_config() {
+        // In process: 4 gradient steps every 8 vector steps of 2 envs = 0.25 per env step.
+        let f = TrainFrequency {
+            learning_starts: 0,
+            train_freq: 8,
+            gradient_steps: 4,
+            training_intensity: None,
+            batch_size: 32,
+        };
+        let mut credit = 0.0;
+        // Chunks of 6 env steps: 1.5 steps each, the half carried.
+        let steps: Vec<usize> = (1..=4)
+            .map(|i| f.gradient_steps_per_env_step(6 * i, 6, 2, &mut credit))
+            .collect();
+        assert_eq!(steps, [1, 2, 1, 2]);
+        assert_eq!(credit, 0.0);
     }
 
     #[test]
@@ -547,6 +644,9 @@ pub struct CoreState {
     pub collector: CollectorState,
     /// The saved buffer's scalars, when stored.
     pub replay: Option<ReplayMeta>,
+    /// Env runners' links, versions and (in process) states, when the run has runners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runners: Option<runners::ApexState>,
 }
 
 /// What [`OffPolicyCore::collect`] gathered.
@@ -701,6 +801,7 @@ impl OffPolicyCore {
                 rng_predict: self.rng_predict.clone(),
                 collector: self.collector.state()?,
                 replay: meta,
+                runners: None,
             },
             file,
         ))

@@ -4,13 +4,11 @@
 //! run's info posted for runners, batches from the work queue, weights into the bucket) and
 //! a runner process's loop ([`serve_runner`], [`serve_sync_runner`]).
 
-use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch, RunnerSettings};
+use crate::actor_learner::{ActorLearner, EnvRunner, RunnerBatch};
 use crate::agent::{OnPolicyConfig, OnPolicyLearner};
-use crate::rollout::RolloutPolicy;
 use crate::sync_runners::{runner_settings, sync_queue_size};
-use rl_broker::{Broker, BrokerLink, NatsTransport, RunInfo, RunPost, ServeSummary, Wire};
+use rl_broker::{Broker, Reader, ServeSummary, Wire, Writer, serve_batches};
 use rl_core::Space;
-use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
 use rl_core::agent::EnvMaker;
 use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
@@ -18,93 +16,23 @@ use rl_core::burn::tensor::Device;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
 use rl_core::vec_env::EpisodeStats;
 use rl_core::{RlError, Rng};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
 
 /// Leading bytes of an encoded [`RunnerBatch`] and its format version.
 const MAGIC: &[u8; 4] = b"RLRB";
 const FORMAT: u16 = 1;
 
-/// A delivered batch not acked within this time goes to the next learner (the learner acks
-/// as it takes a batch, so this only matters for a learner that dies in between).
-pub const ACK_WAIT: Duration = Duration::from_secs(30);
-
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn f64(&mut self, v: f64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn f32s(&mut self, v: &[f32]) {
-        self.u64(v.len() as u64);
-        for x in v {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize, field: &str) -> Result<&[u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(format!(
-                "{field}: the batch ends at byte {} (expected {n} more bytes)",
-                self.bytes.len()
-            ));
-        };
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u64(&mut self, field: &str) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8, field)?.try_into().expect("8 bytes"),
-        ))
-    }
-    fn usize(&mut self, field: &str) -> Result<usize, String> {
-        let v = self.u64(field)?;
-        usize::try_from(v).map_err(|_| format!("{field}: {v} does not fit this machine"))
-    }
-    fn f64(&mut self, field: &str) -> Result<f64, String> {
-        Ok(f64::from_le_bytes(
-            self.take(8, field)?.try_into().expect("8 bytes"),
-        ))
-    }
-    /// A length-prefixed f32 array of exactly `expected` values (None: any length).
-    fn f32s(&mut self, field: &str, expected: Option<usize>) -> Result<Vec<f32>, String> {
-        let n = self.usize(field)?;
-        if let Some(e) = expected
-            && n != e
-        {
-            return Err(format!("{field}: {n} values, expected {e}"));
-        }
-        // The length is checked against the bytes left before anything is allocated.
-        let raw = self.take(n.saturating_mul(4), field)?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect())
-    }
-}
+/// The learner's side of runner processes sending rollouts.
+pub type RemoteRunners = rl_broker::RemoteRunners<RunnerBatch>;
 
 impl Wire for RunnerBatch {
     fn encode(&self) -> Vec<u8> {
         let b = &self.buffer;
-        let mut w = Writer(Vec::with_capacity(
+        let mut w = Writer::with_header(
+            MAGIC,
+            FORMAT,
             64 + 4 * (b.obs.len() * 2 + b.actions.len() + b.rewards.len() * 8),
-        ));
-        w.0.extend_from_slice(MAGIC);
-        w.0.extend_from_slice(&FORMAT.to_le_bytes());
+        );
         for d in [b.n_steps, b.n_envs, b.obs_dim, b.act_dim, b.state_dim] {
             w.u64(d as u64);
         }
@@ -142,14 +70,7 @@ impl Wire for RunnerBatch {
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let mut r = Reader { bytes, at: 0 };
-        if r.take(4, "magic")? != MAGIC {
-            return Err("not a runner batch (expected the bytes RLRB first)".into());
-        }
-        let format = u16::from_le_bytes(r.take(2, "format")?.try_into().expect("2 bytes"));
-        if format != FORMAT {
-            return Err(format!("format version {format}, expected {FORMAT}"));
-        }
+        let mut r = Reader::with_header(bytes, MAGIC, FORMAT, "a runner batch")?;
         let n_steps = r.usize("n_steps")?;
         let n_envs = r.usize("n_envs")?;
         let obs_dim = r.usize("obs_dim")?;
@@ -209,12 +130,7 @@ impl Wire for RunnerBatch {
             });
         }
         let seconds = r.f64("seconds")?;
-        if r.at != bytes.len() {
-            return Err(format!(
-                "{} bytes after the batch's end",
-                bytes.len() - r.at
-            ));
-        }
+        r.finish()?;
         Ok(RunnerBatch {
             buffer: b,
             last_obs,
@@ -226,60 +142,11 @@ impl Wire for RunnerBatch {
     }
 }
 
-/// The learner's side of a run whose runners are processes: batches from the run's work
-/// queue, weights into its bucket, the run's info on its board (while it lives: dropping it
-/// posts that the run is over and the runners exit).
-pub struct RemoteRunners {
-    /// Batches in, weights out.
-    pub transport: Arc<NatsTransport<RunnerBatch>>,
-    /// The run id.
-    pub run_id: String,
-    /// Runner processes restarted (by a local supervisor; shared with it).
-    pub restarts: Arc<AtomicU64>,
-    _post: RunPost,
-}
-
-impl std::fmt::Debug for RemoteRunners {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteRunners")
-            .field("run_id", &self.run_id)
-            .finish()
-    }
-}
-
-impl RemoteRunners {
-    /// Connects the learner of `run` to the broker: posts the run's info for runners to join
-    /// and opens the queue (`queue_size` batches). Nothing is published yet: the learner
-    /// publishes its weights once they are final (a fresh run's, or a checkpoint's), so that
-    /// runners never act with a placeholder.
-    pub fn start(
-        link: &BrokerLink,
-        run: &RunConfig,
-        queue_size: usize,
-        placeholder: Versioned,
-    ) -> Result<Self, RlError> {
-        let post = link.broker.post_run(&RunInfo {
-            rl_version: rl_broker::protocol_version(),
-            algorithm: run.algorithm.to_ascii_lowercase(),
-            config_yaml: rl_core::runner::config_yaml(run)?,
-        })?;
-        // Batches a dead learner took but never acked come back at once.
-        link.broker.take_over_batches()?;
-        let transport = NatsTransport::new(&link.broker, queue_size, ACK_WAIT, placeholder)?;
-        Ok(Self {
-            transport: Arc::new(transport),
-            run_id: link.broker.run_id().to_string(),
-            restarts: link.restarts.clone(),
-            _post: post,
-        })
-    }
-}
-
 /// A runner process's loop for the run `broker` belongs to, whose config `run` came from the
-/// run's [`RunInfo`]: claims a runner id, waits for the learner's weights, then collects and
-/// sends batches (acting with the latest weights) until the learner posts that the run is
-/// over, `stop` is set, or the broker refuses a batch for good. A collection that panics or
-/// fails resets the runner's envs and continues.
+/// run's [`RunInfo`](rl_broker::RunInfo): claims a runner id, waits for the learner's
+/// weights, then collects and sends batches (acting with the latest weights) until the
+/// learner posts that the run is over, `stop` is set, or the broker refuses a batch for good
+/// ([`serve_batches`]).
 pub fn serve_runner<L: ActorLearner>(
     broker: &Broker,
     run: &RunConfig,
@@ -294,12 +161,16 @@ pub fn serve_runner<L: ActorLearner>(
     let mut rng = Rng::for_stream(run.seed, "init");
     let autodiff = device.clone().autodiff();
     let policy = L::make_policy(&cfg, (&obs_space, &act_space), &mut rng, &autodiff)?.valid();
-    let runner = RunnerProcess {
-        settings: settings.runner,
-        queue_size: settings.learner_queue_size,
-        sync: false,
-    };
-    runner.serve(broker, run, make_env, device, stop, policy)
+    serve_batches(broker, settings.learner_queue_size, false, stop, |id| {
+        EnvRunner::new(
+            run,
+            make_env,
+            settings.runner,
+            id as usize,
+            policy,
+            device.clone(),
+        )
+    })
 }
 
 /// [`serve_runner`] for a synchronous on-policy run (PPO, A2C, TRPO with `num_env_runners`):
@@ -321,12 +192,10 @@ pub fn serve_sync_runner<L: OnPolicyLearner>(
     let policy = L::make_policy(&cfg, &obs_space, &act_space, &mut rng, &autodiff)
         .map_err(|e| RlError::Config(ConfigError::new("policy", e)))?
         .valid();
-    let runner = RunnerProcess {
-        settings,
-        queue_size: sync_queue_size(rs.num_env_runners),
-        sync: true,
-    };
-    runner.serve(broker, run, make_env, device, stop, policy)
+    let queue = sync_queue_size(rs.num_env_runners);
+    serve_batches(broker, queue, true, stop, |id| {
+        EnvRunner::new(run, make_env, settings, id as usize, policy, device.clone())
+    })
 }
 
 /// The spaces of `run`'s env.
@@ -336,114 +205,6 @@ fn spaces_of(run: &RunConfig, make_env: EnvMaker<'_>) -> Result<(Space, Space), 
         probe.observation_space().clone(),
         probe.action_space().clone(),
     ))
-}
-
-/// How a runner process collects.
-struct RunnerProcess {
-    settings: RunnerSettings,
-    queue_size: usize,
-    /// One batch per published version.
-    sync: bool,
-}
-
-impl RunnerProcess {
-    fn serve<P: RolloutPolicy + Module>(
-        &self,
-        broker: &Broker,
-        run: &RunConfig,
-        make_env: EnvMaker<'_>,
-        device: &Device,
-        stop: &AtomicBool,
-        policy: P,
-    ) -> Result<ServeSummary, RlError> {
-        let board = broker.board()?;
-        let id = board.claim_runner_id()?;
-        let mut runner = EnvRunner::new(
-            run,
-            make_env,
-            self.settings,
-            id as usize,
-            policy,
-            device.clone(),
-        )?;
-        let placeholder = Versioned {
-            version: u64::MAX,
-            weights: Default::default(),
-        };
-        let transport =
-            NatsTransport::<RunnerBatch>::new(broker, self.queue_size, ACK_WAIT, placeholder)?;
-        let mut summary = ServeSummary {
-            runner: id,
-            ..ServeSummary::default()
-        };
-        // The learner's notice (or `stop`) closes the transport, which ends a send that waits
-        // for room in a full queue.
-        let done = AtomicBool::new(false);
-        let sent = AtomicU64::new(0);
-        let result = std::thread::scope(|scope| {
-            scope.spawn(|| board.beat_until_end(id, &sent, stop, &done, || transport.close()));
-            let r = self.serve_loop(&mut runner, &transport, id, &sent, &mut summary);
-            done.store(true, Ordering::SeqCst);
-            r
-        });
-        // The last word: every batch this runner sent (the learner's count is checked
-        // against it).
-        let _ = board.heartbeat(id, summary.batches);
-        result.map(|()| summary)
-    }
-
-    /// Collects and sends until the transport closes.
-    fn serve_loop<P: RolloutPolicy + Module>(
-        &self,
-        runner: &mut EnvRunner<P>,
-        transport: &NatsTransport<RunnerBatch>,
-        id: u32,
-        sent: &AtomicU64,
-        summary: &mut ServeSummary,
-    ) -> Result<(), RlError> {
-        let mut last_sent = None;
-        loop {
-            if transport.is_closed() {
-                return Ok(());
-            }
-            let w = transport.latest();
-            // Nothing published yet, or (synchronous) this version's rollout already sent.
-            if w.version == u64::MAX || (self.sync && last_sent == Some(w.version)) {
-                std::thread::sleep(Duration::from_millis(if self.sync { 5 } else { 50 }));
-                continue;
-            }
-            let collected = catch_unwind(AssertUnwindSafe(|| runner.collect(&w)));
-            let (version, batch) = match collected {
-                Ok(Ok(vb)) => vb,
-                failed => {
-                    let why = match failed {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => "a panic".into(),
-                    };
-                    eprintln!("runner {id}: collection failed ({why}); resetting its envs");
-                    summary.restarts += 1;
-                    runner.reset()?;
-                    continue;
-                }
-            };
-            let tagged = Tagged {
-                version,
-                runner: id as usize,
-                sent: Instant::now(),
-                batch,
-            };
-            match transport.send(tagged) {
-                Ok(()) => {
-                    last_sent = Some(version);
-                    summary.batches += 1;
-                    sent.store(summary.batches, Ordering::SeqCst);
-                }
-                // Closed: the run is over.
-                Err(_) if transport.is_closed() => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    }
 }
 
 #[cfg(test)]
