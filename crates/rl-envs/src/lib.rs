@@ -132,7 +132,26 @@ pub fn registry() -> Registry {
 
 /// `gymnasium.make(id, **kwargs)` for the built-in envs (with the registered TimeLimit).
 pub fn make(id: &str, kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    if let Some(gym_id) = id.strip_prefix(GYMNASIUM_PREFIX) {
+        return make_gymnasium(gym_id, kwargs);
+    }
     registry().make(id, kwargs)
+}
+
+/// The prefix of env ids made by Gymnasium (`gymnasium:Hopper-v5`).
+pub const GYMNASIUM_PREFIX: &str = "gymnasium:";
+
+#[cfg(feature = "gymnasium")]
+fn make_gymnasium(id: &str, kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    rl_gymnasium::make(id, kwargs)
+}
+
+#[cfg(not(feature = "gymnasium"))]
+fn make_gymnasium(id: &str, _kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
+    Err(EnvError::Make(format!(
+        "env_id \"{GYMNASIUM_PREFIX}{id}\": Gymnasium envs need rl built with the `python` \
+         feature (cargo build --release --features python), and gymnasium installed in its Python"
+    )))
 }
 
 /// Builds a training env: `make(id)` (with its TimeLimit), then RecordEpisodeStatistics (so

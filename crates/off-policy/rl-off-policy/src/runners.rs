@@ -871,6 +871,9 @@ mod tests {
         let mut wide = rewards_chunk(1, 0, 1);
         wide.obs_dim = 3;
         let e = r.store(0, &wide, &mut replay).unwrap_err();
-        assert!(e.contains("observations of 3") && e.contains("stores observations of 1"), "{e}");
+        assert!(
+            e.contains("observations of 3") && e.contains("stores observations of 1"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,75 @@
+//! Learning through the bridge (deterministic evaluation, 10 episodes, on a separately seeded
+//! Gymnasium env): PPO on Gymnasium's CartPole-v1 with rl-zoo's settings ≥ 475 at 100k, the
+//! native run's bar (CI); SAC on MuJoCo's InvertedPendulum-v5 ≥ 900 within 30k
+//! (`#[ignore]`: `cargo xtask learn`; needs `pip install "gymnasium[mujoco]"`).
+
+use rl_core::Algorithm;
+use rl_core::burn::tensor::Device;
+use rl_core::config::RunConfig;
+use rl_core::env::{Env, EnvError};
+use rl_core::wrappers::RecordEpisodeStatistics;
+use rl_gymnasium::PREFIX;
+
+/// What rl-envs builds for a `gymnasium:` id with the `gymnasium` feature (the CLI's path).
+fn gym_env(run: &RunConfig) -> Result<Box<dyn Env>, EnvError> {
+    let id = run.env_id.strip_prefix(PREFIX).expect("a gymnasium: id");
+    Ok(Box::new(RecordEpisodeStatistics::new(rl_gymnasium::make(
+        id,
+        &run.env_kwargs,
+    )?)))
+}
+
+fn config(name: &str, seed: u64) -> RunConfig {
+    let root = rl_core::testing::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let p = root.join("examples/configs").join(name);
+    let text = std::fs::read_to_string(&p).unwrap();
+    RunConfig::from_yaml(&text, &[format!("seed={seed}")], &p.display().to_string()).unwrap()
+}
+
+/// Mean deterministic return of the run's evaluation episodes.
+fn eval(alg: &mut dyn Algorithm, run: &RunConfig) -> f64 {
+    let mut env = gym_env(run).unwrap();
+    alg.evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
+        .unwrap()
+        .mean_return
+}
+
+#[test]
+fn ppo_gymnasium_cartpole_seed0_at_100k() {
+    let run = config("ppo_gymnasium_cartpole.yaml", 0);
+    let mut ppo = rl_ppo::Ppo::new(&run, &gym_env, &Device::flex()).unwrap();
+    while ppo.num_timesteps() < run.total_timesteps {
+        ppo.train().unwrap();
+    }
+    let r = eval(&mut ppo, &run);
+    println!(
+        "PPO gymnasium:CartPole-v1 seed 0: mean deterministic eval return {r} at {} steps",
+        ppo.num_timesteps()
+    );
+    assert!(r >= 475.0, "{r} < 475 at {}", ppo.num_timesteps());
+}
+
+fn sac_inverted_pendulum(seed: u64) {
+    let run = config("sac_inverted_pendulum.yaml", seed);
+    let mut sac = rl_sac::Sac::new(&run, &gym_env, &Device::flex()).unwrap();
+    let (every, mut evals) = (1_500, Vec::new());
+    while sac.num_timesteps() < run.total_timesteps {
+        sac.train().unwrap();
+        if sac.num_timesteps().is_multiple_of(every) {
+            evals.push((sac.num_timesteps(), eval(&mut sac, &run)));
+        }
+    }
+    let hit = evals.iter().find(|(_, r)| *r >= 900.0).map(|(s, _)| *s);
+    println!(
+        "SAC gymnasium:InvertedPendulum-v5 seed {seed}: first eval >= 900 at {hit:?} (budget {}); \
+         evaluations {evals:?}",
+        run.total_timesteps
+    );
+    assert!(hit.is_some(), "never reached 900 within 30k: {evals:?}");
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn (needs gymnasium[mujoco])"]
+fn sac_inverted_pendulum_seed0_within_30k() {
+    sac_inverted_pendulum(0);
+}
