@@ -8,6 +8,7 @@ use crate::{Broker, BrokerLink, NatsTransport, RunInfo, RunPost, ServeSummary, W
 use rl_core::RlError;
 use rl_core::actor_learner::{Runner, Tagged, Transport, Versioned};
 use rl_core::config::RunConfig;
+use rl_core::vec_env::EpisodeStats;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,6 +37,15 @@ impl Writer {
     /// One `f64`.
     pub fn f64(&mut self, v: f64) {
         self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// Finished episodes (env, return, length each), count first.
+    pub fn episodes(&mut self, eps: &[EpisodeStats]) {
+        self.u64(eps.len() as u64);
+        for e in eps {
+            self.u64(e.env as u64);
+            self.f64(e.ret);
+            self.u64(e.len as u64);
+        }
     }
     /// A length-prefixed `f32` array.
     pub fn f32s(&mut self, v: &[f32]) {
@@ -120,6 +130,20 @@ impl<'a> Reader<'a> {
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect())
+    }
+    /// What [`Writer::episodes`] wrote (the count checked against the bytes left before
+    /// anything is allocated).
+    pub fn episodes(&mut self) -> Result<Vec<EpisodeStats>, String> {
+        let n = self.usize("episodes")?;
+        let mut eps = Vec::with_capacity(n.min(self.remaining() / 24));
+        for _ in 0..n {
+            eps.push(EpisodeStats {
+                env: self.usize("episodes.env")?,
+                ret: self.f64("episodes.ret")?,
+                len: self.usize("episodes.len")?,
+            });
+        }
+        Ok(eps)
     }
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {

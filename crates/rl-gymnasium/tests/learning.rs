@@ -1,7 +1,8 @@
 //! Learning through the bridge (deterministic evaluation, 10 episodes, on a separately seeded
 //! Gymnasium env): PPO on Gymnasium's CartPole-v1 with rl-zoo's settings ≥ 475 at 100k, the
-//! native run's bar (CI); SAC on MuJoCo's InvertedPendulum-v5 ≥ 900 within 30k
-//! (`#[ignore]`: `cargo xtask learn`; needs `pip install "gymnasium[mujoco]"`).
+//! native run's bar (CI); SAC on MuJoCo's InvertedPendulum-v5 ≥ 900 within 30k and PPO on
+//! Box2D's LunarLander-v3 ≥ 200 within 1M (rl-zoo reaches about 250 at 1M) (`#[ignore]`:
+//! `cargo xtask learn`; need `pip install "gymnasium[mujoco,box2d]"`).
 
 use rl_core::Algorithm;
 use rl_core::burn::tensor::Device;
@@ -49,23 +50,70 @@ fn ppo_gymnasium_cartpole_seed0_at_100k() {
     assert!(r >= 475.0, "{r} < 475 at {}", ppo.num_timesteps());
 }
 
+/// Trains `run` on Gymnasium envs, evaluating every `every` env steps ("within N"): the first
+/// evaluation reaching `bar`, and all of them.
+fn within(
+    alg: &mut dyn Algorithm,
+    run: &RunConfig,
+    every: u64,
+    bar: f64,
+) -> (Option<u64>, Vec<(u64, f64)>) {
+    let (mut next, mut evals) = (every, Vec::new());
+    while alg.num_timesteps() < run.total_timesteps {
+        alg.train().unwrap();
+        if alg.num_timesteps() >= next {
+            while next <= alg.num_timesteps() {
+                next += every;
+            }
+            let r = eval(alg, run);
+            evals.push((alg.num_timesteps(), r));
+            if r >= bar {
+                break;
+            }
+        }
+    }
+    (
+        evals.iter().find(|(_, r)| *r >= bar).map(|(s, _)| *s),
+        evals,
+    )
+}
+
+fn report(
+    what: &str,
+    seed: u64,
+    bar: f64,
+    run: &RunConfig,
+    (hit, evals): (Option<u64>, Vec<(u64, f64)>),
+) {
+    println!(
+        "{what} seed {seed}: first eval >= {bar} at {hit:?} (budget {}); evaluations {evals:?}",
+        run.total_timesteps
+    );
+    assert!(
+        hit.is_some(),
+        "never reached {bar} within {}: {evals:?}",
+        run.total_timesteps
+    );
+}
+
 fn sac_inverted_pendulum(seed: u64) {
     let run = config("sac_inverted_pendulum.yaml", seed);
     let mut sac = rl_sac::Sac::new(&run, &gym_env, &Device::flex()).unwrap();
-    let (every, mut evals) = (1_500, Vec::new());
-    while sac.num_timesteps() < run.total_timesteps {
-        sac.train().unwrap();
-        if sac.num_timesteps().is_multiple_of(every) {
-            evals.push((sac.num_timesteps(), eval(&mut sac, &run)));
-        }
-    }
-    let hit = evals.iter().find(|(_, r)| *r >= 900.0).map(|(s, _)| *s);
-    println!(
-        "SAC gymnasium:InvertedPendulum-v5 seed {seed}: first eval >= 900 at {hit:?} (budget {}); \
-         evaluations {evals:?}",
-        run.total_timesteps
-    );
-    assert!(hit.is_some(), "never reached 900 within 30k: {evals:?}");
+    let out = within(&mut sac, &run, 1_500, 900.0);
+    report("SAC gymnasium:InvertedPendulum-v5", seed, 900.0, &run, out);
+}
+
+fn ppo_lunarlander(seed: u64) {
+    let run = config("ppo_lunarlander.yaml", seed);
+    let mut ppo = rl_ppo::Ppo::new(&run, &gym_env, &Device::flex()).unwrap();
+    let out = within(&mut ppo, &run, 50_000, 200.0);
+    report("PPO gymnasium:LunarLander-v3", seed, 200.0, &run, out);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn (needs gymnasium[box2d])"]
+fn ppo_lunarlander_seed0_within_1m() {
+    ppo_lunarlander(0);
 }
 
 #[test]

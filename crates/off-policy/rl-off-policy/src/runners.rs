@@ -149,12 +149,7 @@ impl Wire for TransitionChunk {
         w.f32s(&self.next_obs);
         w.f32s(&flags(&self.terminated));
         w.f32s(&flags(&self.truncated));
-        w.u64(self.episodes.len() as u64);
-        for e in &self.episodes {
-            w.u64(e.env as u64);
-            w.f64(e.ret);
-            w.u64(e.len as u64);
-        }
+        w.episodes(&self.episodes);
         w.u64(self.index);
         w.f64(self.seconds);
         w.0
@@ -179,15 +174,7 @@ impl Wire for TransitionChunk {
         let next_obs = r.f32s("next_obs", Some(times(obs_dim, "next_obs")?))?;
         let terminated = unflags(r.f32s("terminated", Some(n))?, "terminated")?;
         let truncated = unflags(r.f32s("truncated", Some(n))?, "truncated")?;
-        let n_episodes = r.usize("episodes")?;
-        let mut episodes = Vec::with_capacity(n_episodes.min(r.remaining() / 24));
-        for _ in 0..n_episodes {
-            episodes.push(EpisodeStats {
-                env: r.usize("episodes.env")?,
-                ret: r.f64("episodes.ret")?,
-                len: r.usize("episodes.len")?,
-            });
-        }
+        let episodes = r.episodes()?;
         let index = r.u64("index")?;
         let seconds = r.f64("seconds")?;
         r.finish()?;

@@ -14,7 +14,6 @@ use rl_core::buffers::RolloutBuffer;
 use rl_core::burn::module::Module;
 use rl_core::burn::tensor::Device;
 use rl_core::config::{AlgoConfig, ConfigError, RunConfig};
-use rl_core::vec_env::EpisodeStats;
 use rl_core::{RlError, Rng};
 use std::sync::atomic::AtomicBool;
 
@@ -59,12 +58,7 @@ impl Wire for RunnerBatch {
         for &c in &self.chains {
             w.u64(c as u64);
         }
-        w.u64(self.episodes.len() as u64);
-        for e in &self.episodes {
-            w.u64(e.env as u64);
-            w.f64(e.ret);
-            w.u64(e.len as u64);
-        }
+        w.episodes(&self.episodes);
         w.f64(self.seconds);
         w.0
     }
@@ -120,15 +114,7 @@ impl Wire for RunnerBatch {
                 None => format!("chains: lengths overflow, expected a sum of {n} rows"),
             });
         }
-        let n_episodes = r.usize("episodes")?;
-        let mut episodes = Vec::with_capacity(n_episodes.min(bytes.len() / 24));
-        for _ in 0..n_episodes {
-            episodes.push(EpisodeStats {
-                env: r.usize("episodes.env")?,
-                ret: r.f64("episodes.ret")?,
-                len: r.usize("episodes.len")?,
-            });
-        }
+        let episodes = r.episodes()?;
         let seconds = r.f64("seconds")?;
         r.finish()?;
         Ok(RunnerBatch {
@@ -210,6 +196,7 @@ fn spaces_of(run: &RunConfig, make_env: EnvMaker<'_>) -> Result<(Space, Space), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rl_core::vec_env::EpisodeStats;
 
     fn batch() -> RunnerBatch {
         let mut b = RolloutBuffer::new(3, 2, 4, 1);
