@@ -212,8 +212,10 @@ fn load_multi_agent_as_saved(
 /// Builds the algorithm named by `run.algorithm`.
 ///
 /// Pins flex's kernel level first (`kernels`, else `RL_KERNELS`; see [`rl_core::kernels`]).
-/// A multi-agent run is refused with a pointer to [`build_multi_agent`].
-pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+/// A multi-agent run is refused with a pointer to [`build_multi_agent`]. The algorithm is
+/// `Send`: it can train on another thread (the Python module trains with the interpreter's lock
+/// released).
+pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm + Send>, RlError> {
     multi_agent_only(run)?;
     rl_core::kernels::apply(run.kernels)?;
     match run.algorithm.to_ascii_lowercase().as_str() {
@@ -272,12 +274,12 @@ pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm>, RlE
 /// Loads a checkpoint directory, whatever algorithm wrote it.
 ///
 /// The run keeps the kernel level it was saved with (or `RL_KERNELS` when that was `auto`).
-pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm>, RlError> {
+pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm + Send>, RlError> {
     let ck = read_checkpoint(dir)?;
     let run = rl_core::checkpoint::read_run_config(&ck)?;
     multi_agent_only(&run)?;
     rl_core::kernels::apply(run.kernels)?;
-    Ok(load_as_saved(dir, &ck.algorithm, device)?)
+    load_as_saved(dir, &ck.algorithm, device)
 }
 
 /// Loads single-agent checkpoint `dir` of `algorithm`, leaving the kernel level as it is.

@@ -835,6 +835,9 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
     if only.is_none_or(|o| "IMPALA over NATS".contains(o)) {
         md += &broker_speed()?;
     }
+    if only.is_none_or(|o| "Gymnasium bridge".contains(o)) {
+        md += &bridge_speed(quick)?;
+    }
     std::fs::write(out_root.join("report.md"), &md).map_err(|e| e.to_string())?;
     std::fs::write(
         out_root.join("report.json"),
@@ -843,6 +846,25 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
     .map_err(|e| e.to_string())?;
     println!("{md}\nwritten: target/bench/report.md, target/bench/report.json");
     Ok(())
+}
+
+/// The Gymnasium bridge's section (`python/bench/bridge.py`): env steps/s of CartPole-v1
+/// natively, through the bridge and in Gymnasium's own loops, and one PPO run from `rl train`
+/// and from Python. Needs the Python package (`python3 -m pip install .`).
+fn bridge_speed(quick: bool) -> Result<String, String> {
+    let r = root();
+    let mut cmd = Command::new("python3");
+    cmd.arg(r.join("python/bench/bridge.py"))
+        .arg("--cli")
+        .arg(r.join("target/release/rl"))
+        .current_dir(&r);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let out = sh(&mut cmd).map_err(|e| {
+        format!("the Gymnasium bridge benchmark needs the Python package (python3 -m pip install .): {e}")
+    })?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `cargo xtask learn [--kernels avx2,avx512] [--ci] [--filter S1,S2,…] [--jobs N]`: the
