@@ -49,6 +49,18 @@ pub fn first_reaching(
     every: u64,
     threshold: f64,
 ) -> (Option<u64>, Vec<(u64, f64)>) {
+    first_reaching_with(alg, run, every, threshold, |a| eval_return(a, run))
+}
+
+/// [`first_reaching`] with evaluations by `eval` (envs this crate cannot make, e.g. Gymnasium's
+/// through rl-gymnasium).
+pub fn first_reaching_with(
+    alg: &mut dyn Algorithm,
+    run: &RunConfig,
+    every: u64,
+    threshold: f64,
+    mut eval: impl FnMut(&mut dyn Algorithm) -> f64,
+) -> (Option<u64>, Vec<(u64, f64)>) {
     let mut next = every;
     let mut evals = Vec::new();
     while alg.num_timesteps() < run.total_timesteps {
@@ -57,7 +69,7 @@ pub fn first_reaching(
             while next <= alg.num_timesteps() {
                 next += every;
             }
-            let r = eval_return(alg, run);
+            let r = eval(alg);
             evals.push((alg.num_timesteps(), r));
             if r >= threshold {
                 return (Some(alg.num_timesteps()), evals);

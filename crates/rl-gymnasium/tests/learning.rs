@@ -58,24 +58,7 @@ fn within(
     every: u64,
     bar: f64,
 ) -> (Option<u64>, Vec<(u64, f64)>) {
-    let (mut next, mut evals) = (every, Vec::new());
-    while alg.num_timesteps() < run.total_timesteps {
-        alg.train().unwrap();
-        if alg.num_timesteps() >= next {
-            while next <= alg.num_timesteps() {
-                next += every;
-            }
-            let r = eval(alg, run);
-            evals.push((alg.num_timesteps(), r));
-            if r >= bar {
-                break;
-            }
-        }
-    }
-    (
-        evals.iter().find(|(_, r)| *r >= bar).map(|(s, _)| *s),
-        evals,
-    )
+    rl_envs::testing::first_reaching_with(alg, run, every, bar, |a| eval(a, run))
 }
 
 fn report(
