@@ -2,8 +2,9 @@
 `cargo xtask bench` (which runs it when the `rl` Python package is installed):
 
 - env steps/s of CartPole-v1 with random actions: rl's Rust CartPole, Gymnasium's through the
-  bridge (one Python call per step, the interpreter's lock taken per call), Gymnasium's own
-  loop in Python, and Gymnasium's synchronous vector env (8 envs) in Python;
+  bridge alone (one Python call per step, the interpreter's lock taken per call) and in rl's
+  vector env of 8 (one call per vector step), Gymnasium's own loop in Python, and Gymnasium's
+  synchronous vector env (8 envs) in Python;
 - the same PPO run (examples/configs/ppo_cartpole.yaml, seed 0) with `rl train` and from Python.
 
 Usage: python3 python/bench/bridge.py --cli target/release/rl [--quick]
@@ -57,7 +58,8 @@ def main() -> None:
     steps = 20_000 if a.quick else 200_000
     rows = [
         ("rl's Rust CartPole-v1 (`CartPole-v1`)", _rl.env_steps_per_second("CartPole-v1", steps * 5)),
-        ("Gymnasium's CartPole-v1 through the bridge (`gymnasium:CartPole-v1`)", _rl.env_steps_per_second("gymnasium:CartPole-v1", steps)),
+        ("Gymnasium's CartPole-v1 through the bridge (`gymnasium:CartPole-v1`), one env", _rl.env_steps_per_second("gymnasium:CartPole-v1", steps)),
+        ("Gymnasium's CartPole-v1 through the bridge, rl's vector env of 8 (one Python call per vector step)", _rl.env_steps_per_second("gymnasium:CartPole-v1", steps, n_envs=8)),
         ("Gymnasium's CartPole-v1, a Python loop", python_loop(steps)),
         ("Gymnasium's sync vector env, 8 × CartPole-v1, a Python loop", python_vector(steps)),
     ]

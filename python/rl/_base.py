@@ -28,6 +28,15 @@ def _env_id(env: Any, env_kwargs: dict) -> tuple[str, dict]:
     spec = getattr(env, "spec", None)
     if spec is not None and spec.id in gymnasium.registry:
         kwargs = {k: v for k, v in (spec.kwargs or {}).items() if _jsonable(v)}
+        # Wrappers applied after gymnasium.make (AtariPreprocessing, FrameStackObservation …)
+        # are remade by the bridge from the spec's record of them.
+        wrappers = [
+            {w.entry_point: dict(w.kwargs or {})}
+            for w in getattr(spec, "additional_wrappers", ()) or ()
+            if isinstance(w.entry_point, str) and _jsonable(dict(w.kwargs or {}))
+        ]
+        if wrappers:
+            kwargs["wrappers"] = wrappers
         kwargs.update(env_kwargs)
         return "gymnasium:" + spec.id, kwargs
     # An env object Gymnasium does not know: its class is registered, and rl makes its envs
@@ -120,6 +129,12 @@ class Algorithm:
         algo_kwargs: dict[str, Any] = dict(kwargs.pop("algo_kwargs", None) or {})
         if algo_policy is not None:
             algo_kwargs["policy"] = algo_policy
+        if policy == "CnnPolicy":
+            # SB3's CnnPolicy: the Nature CNN shared by both heads, no hidden layers after it.
+            pk = dict(algo_kwargs.get("policy_kwargs") or {})
+            pk.setdefault("features_extractor_class", "NatureCNN")
+            pk.setdefault("net_arch", [])
+            algo_kwargs["policy_kwargs"] = pk
         for key, value in kwargs.items():
             if key in ("algorithm", "env_id"):
                 raise ValueError(f"{key}: set by the class and its env argument")

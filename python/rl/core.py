@@ -11,6 +11,7 @@ class PPO(Algorithm):
     """Proximal Policy Optimization (``rl train`` with ``algorithm: ppo``)."""
 
     algorithm = "ppo"
+    policies = ("MlpPolicy", "CnnPolicy")
 
 
 @register
@@ -18,6 +19,7 @@ class A2C(Algorithm):
     """Advantage Actor-Critic."""
 
     algorithm = "a2c"
+    policies = ("MlpPolicy", "CnnPolicy")
 
 
 @register

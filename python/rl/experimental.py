@@ -11,6 +11,7 @@ class IMPALA(Algorithm):
     """IMPALA: asynchronous env runners, V-trace off-policy correction."""
 
     algorithm = "impala"
+    policies = ("MlpPolicy", "CnnPolicy")
 
 
 @register
@@ -18,6 +19,7 @@ class APPO(Algorithm):
     """Asynchronous PPO (RLlib's APPO)."""
 
     algorithm = "appo"
+    policies = ("MlpPolicy", "CnnPolicy")
 
 
 @register

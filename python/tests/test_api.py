@@ -219,3 +219,31 @@ def test_a_gymnasium_env_object_runs_in_gymnasium():
         gymnasium.register(id="Corridor-v0", entry_point=Corridor)
     assert PPO(env_id="Corridor-v0", n_steps=64, batch_size=64).config["env_id"] == "gymnasium:Corridor-v0"
     assert PPO(env_id="CartPole-v1").config["env_id"] == "CartPole-v1"
+
+
+def test_cnn_policy_on_a_wrapped_atari_env(tmp_path):
+    # SB3's way: gymnasium.make, then Gymnasium's Atari wrappers; the bridge remakes the
+    # wrappers from the env's spec and PPO's CnnPolicy reads the stacked 84×84 frames.
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make("ALE/Breakout-v5", frameskip=1)
+    env = gymnasium.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, noop_max=30)
+    env = gymnasium.wrappers.FrameStackObservation(env, 4)
+    model = PPO("CnnPolicy", env, n_steps=32, batch_size=32, n_epochs=1, n_envs=2, seed=0)
+    kw = model.config["env_kwargs"]
+    assert [next(iter(w)).rsplit(":", 1)[-1] for w in kw["wrappers"]] == [
+        "AtariPreprocessing",
+        "FrameStackObservation",
+    ]
+    assert model.config["algo_kwargs"]["policy_kwargs"]["features_extractor_class"] == "NatureCNN"
+    assert model.learn(64).num_timesteps == 64
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (4, 84, 84)
+    action, _ = model.predict(obs, deterministic=True)
+    assert 0 <= int(action) < 4
+    model.save(tmp_path / "cnn")
+    again = PPO.load(tmp_path / "cnn")
+    assert int(again.predict(obs, deterministic=True)[0]) == int(action)
+    with pytest.raises(ValueError, match="features_extractor_class"):
+        PPO("CnnPolicy", "CartPole-v1")

@@ -116,6 +116,14 @@ pub trait Env: Send {
     ) -> Result<Info, EnvError>;
     /// Applies `action` (raw encoding) and writes the next observation into `obs`.
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError>;
+    /// Announces the action the next [`step`](Env::step) will take, so that a backend that
+    /// steps many envs in one call (rl-gymnasium: one Python call per vector step) can add it
+    /// to `batch`; [`VecEnv`](crate::vec_env::VecEnv) runs the batch, and each env's `step`
+    /// then picks up its result. A wrapper that changes actions stages the changed one.
+    /// Default: nothing staged, the env steps alone.
+    fn stage(&mut self, _action: &[f32], _batch: &mut StepBatch) -> Result<(), EnvError> {
+        Ok(())
+    }
     /// The raw internal state (for conformance tests and debugging), if exposed.
     fn state(&self) -> Option<Vec<f64>> {
         None
@@ -197,6 +205,9 @@ impl Env for Box<dyn Env> {
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         (**self).step(action, obs)
     }
+    fn stage(&mut self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        (**self).stage(action, batch)
+    }
     fn state(&self) -> Option<Vec<f64>> {
         (**self).state()
     }
@@ -220,6 +231,54 @@ impl Env for Box<dyn Env> {
     }
     fn restore(&mut self, snapshot: &serde_json::Value) -> Result<(), EnvError> {
         (**self).restore(snapshot)
+    }
+}
+
+/// Steps that envs of one backend take together ([`Env::stage`]): each backend keeps one
+/// [`BatchPart`], and [`run`](StepBatch::run) runs each part once (e.g. one Python call for
+/// all of a vector's Gymnasium envs) before the envs' `step` calls pick up their results.
+#[derive(Default)]
+pub struct StepBatch {
+    parts: Vec<Box<dyn BatchPart>>,
+}
+
+/// One backend's share of a [`StepBatch`]: the staged steps it runs together.
+pub trait BatchPart: Send + 'static {
+    /// Runs the staged steps. A failure of one env's step belongs in that env's result (its
+    /// `step` reports it, naming the env); an error here fails the whole vector step.
+    fn run(&mut self) -> Result<(), EnvError>;
+    /// `self`, for [`StepBatch::part`] to find a part by its type.
+    fn as_any(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl StepBatch {
+    /// The part of type `P`, created empty on first use.
+    pub fn part<P: BatchPart + Default>(&mut self) -> &mut P {
+        let i = match self.parts.iter_mut().position(|p| p.as_any().is::<P>()) {
+            Some(i) => i,
+            None => {
+                self.parts.push(Box::new(P::default()));
+                self.parts.len() - 1
+            }
+        };
+        self.parts[i]
+            .as_any()
+            .downcast_mut::<P>()
+            .expect("found by its type")
+    }
+
+    /// Whether no env staged anything.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Runs every part once, then empties the batch.
+    pub fn run(&mut self) -> Result<(), EnvError> {
+        let parts = std::mem::take(&mut self.parts);
+        for mut p in parts {
+            p.run()?;
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`VecEnv::final_obs`] (so truncation can be bootstrapped from it), the env is reset and
 //! [`VecEnv::obs`] holds the first observation of the next episode.
 
-use crate::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, check_action};
+use crate::env::{EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, StepBatch, check_action};
 use crate::spaces::Space;
 use crate::wrappers::RunningMeanStd;
 use serde::{Deserialize, Serialize};
@@ -144,6 +144,9 @@ pub struct VecEnv {
     steps: u64,
     /// Shared normalization statistics, when enabled ([`VecEnv::share_normalization`]).
     shared: Option<SharedNormalizer>,
+    /// Whether the envs may stage their steps ([`Env::stage`]): true until a step finds that
+    /// none does (the env stack does not change between steps).
+    stages: bool,
 }
 
 struct Slot<'a> {
@@ -274,6 +277,7 @@ impl VecEnv {
             needs_reset: true,
             steps: 0,
             shared: None,
+            stages: true,
         })
     }
 
@@ -342,6 +346,7 @@ impl VecEnv {
     }
     /// Mutable access to the envs.
     pub fn envs_mut(&mut self) -> &mut [Box<dyn Env>] {
+        self.stages = true;
         &mut self.envs
     }
 
@@ -460,6 +465,12 @@ impl VecEnv {
         }
         self.steps += 1;
         let step = self.steps;
+        if self.stages
+            && let Err(e) = self.stage_all(actions)
+        {
+            self.needs_reset = true;
+            return Err(self.named(e));
+        }
         let mut slots = self
             .envs
             .iter_mut()
@@ -553,6 +564,26 @@ impl VecEnv {
             }
         }
         Ok(())
+    }
+
+    /// Lets every env stage its action ([`Env::stage`]) and runs what they staged together,
+    /// so that each env's `step` finds its result waiting.
+    fn stage_all(&mut self, actions: &[f32]) -> Result<(), EnvError> {
+        let a = self.act_dim;
+        let mut batch = StepBatch::default();
+        for (i, env) in self.envs.iter_mut().enumerate() {
+            let action = if a == 0 {
+                &[][..]
+            } else {
+                &actions[i * a..(i + 1) * a]
+            };
+            guarded(i, self.steps, || env.stage(action, &mut batch))?;
+        }
+        if batch.is_empty() {
+            self.stages = false;
+            return Ok(());
+        }
+        guarded(0, self.steps, || batch.run())
     }
 
     /// Fills in the env id of an [`EnvError::InVector`].

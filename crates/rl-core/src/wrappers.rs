@@ -1,7 +1,8 @@
 //! Gymnasium's standard wrappers.
 
 use crate::env::{
-    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Kwargs, Step, check_action, snap_field,
+    EPISODE_LENGTH, EPISODE_RETURN, Env, EnvError, Info, Kwargs, Step, StepBatch, check_action,
+    snap_field,
 };
 use crate::spaces::Space;
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,10 @@ pub trait Wrapper: Send {
     /// [`Env::step`].
     fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         this.inner_mut().step(action, obs)
+    }
+    /// [`Env::stage`]: a wrapper that changes actions overrides it to stage the changed one.
+    fn stage(this: &mut Self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        this.inner_mut().stage(action, batch)
     }
     /// [`Env::state`].
     fn state(this: &Self) -> Option<Vec<f64>> {
@@ -100,6 +105,9 @@ impl<W: Wrapper> Env for W {
     }
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         Wrapper::step(self, action, obs)
+    }
+    fn stage(&mut self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        Wrapper::stage(self, action, batch)
     }
     fn state(&self) -> Option<Vec<f64>> {
         Wrapper::state(self)
@@ -278,6 +286,20 @@ impl<E: Env> ClipAction<E> {
             buf: Vec::new(),
         })
     }
+
+    /// `action` clipped to the bounds, in the reused buffer (taken out; put it back after).
+    fn clipped(&mut self, action: &[f32]) -> Vec<f32> {
+        let (low, high) = self.inner.action_space().bounds().expect("checked in new");
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        buf.extend(
+            action
+                .iter()
+                .zip(low.iter().zip(high))
+                .map(|(&a, (&l, &h))| a.clamp(l, h)),
+        );
+        buf
+    }
 }
 
 impl<E: Env> Wrapper for ClipAction<E> {
@@ -297,16 +319,14 @@ impl<E: Env> Wrapper for ClipAction<E> {
         this.inner.reset(seed, options, obs)
     }
     fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        let (low, high) = this.inner.action_space().bounds().expect("checked in new");
-        this.buf.clear();
-        this.buf.extend(
-            action
-                .iter()
-                .zip(low.iter().zip(high))
-                .map(|(&a, (&l, &h))| a.clamp(l, h)),
-        );
-        let buf = std::mem::take(&mut this.buf);
+        let buf = this.clipped(action);
         let r = this.inner.step(&buf, obs);
+        this.buf = buf;
+        r
+    }
+    fn stage(this: &mut Self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        let buf = this.clipped(action);
+        let r = this.inner.stage(&buf, batch);
         this.buf = buf;
         r
     }
@@ -339,6 +359,21 @@ impl<E: Env> RescaleAction<E> {
             buf: Vec::new(),
         })
     }
+
+    /// `action` mapped onto the env's bounds, in the reused buffer (taken out; put it back
+    /// after).
+    fn rescaled(&mut self, action: &[f32]) -> Result<Vec<f32>, EnvError> {
+        check_action(self.inner.id(), &self.space, action)?;
+        let (lo, hi) = self.space.bounds().expect("box");
+        let (l, h) = self.inner.action_space().bounds().expect("box");
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        for i in 0..action.len() {
+            let t = (action[i] as f64 - lo[i] as f64) / (hi[i] as f64 - lo[i] as f64);
+            buf.push((l[i] as f64 + t * (h[i] as f64 - l[i] as f64)) as f32);
+        }
+        Ok(buf)
+    }
 }
 
 impl<E: Env> Wrapper for RescaleAction<E> {
@@ -361,17 +396,14 @@ impl<E: Env> Wrapper for RescaleAction<E> {
         this.inner.reset(seed, options, obs)
     }
     fn step(this: &mut Self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
-        check_action(this.inner.id(), &this.space, action)?;
-        let (lo, hi) = this.space.bounds().expect("box");
-        let (l, h) = this.inner.action_space().bounds().expect("box");
-        this.buf.clear();
-        for i in 0..action.len() {
-            let t = (action[i] as f64 - lo[i] as f64) / (hi[i] as f64 - lo[i] as f64);
-            this.buf
-                .push((l[i] as f64 + t * (h[i] as f64 - l[i] as f64)) as f32);
-        }
-        let buf = std::mem::take(&mut this.buf);
+        let buf = this.rescaled(action)?;
         let r = this.inner.step(&buf, obs);
+        this.buf = buf;
+        r
+    }
+    fn stage(this: &mut Self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        let buf = this.rescaled(action)?;
+        let r = this.inner.stage(&buf, batch);
         this.buf = buf;
         r
     }

@@ -16,11 +16,54 @@ def _import_gymnasium():
     return gymnasium
 
 
+def _wrapper_class(gym, name):
+    """`AtariPreprocessing` (gymnasium.wrappers' own), a dotted `module.Class` or an entry
+    point `module:Class` (as Gymnasium's specs write them)."""
+    import importlib
+
+    if ":" in name:
+        name = name.replace(":", ".")
+    if "." not in name:
+        cls = getattr(gym.wrappers, name, None)
+        if cls is None:
+            raise ValueError(f"env_kwargs.wrappers: gymnasium.wrappers has no {name!r}")
+        return cls
+    module, _, attr = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"env_kwargs.wrappers: cannot import {name!r}: {e}") from e
+
+
 def make(env_id, kwargs_json):
+    """`gymnasium.make(env_id, **kwargs)`, then the wrappers listed under the key `wrappers`
+    (rl-zoo's `env_wrapper`): each a class name (in gymnasium.wrappers, or dotted) or a
+    one-entry mapping of a name to its keyword arguments, applied in order."""
     import json
 
     gym = _import_gymnasium()
-    return gym.make(env_id, **json.loads(kwargs_json))
+    kwargs = json.loads(kwargs_json)
+    wrappers = kwargs.pop("wrappers", [])
+    if env_id.startswith("ALE/"):
+        # ale-py registers its ids with Gymnasium when imported.
+        try:
+            import ale_py
+        except ImportError as e:
+            raise ImportError(f"{env_id} needs the ale-py package (pip install ale-py)") from e
+        gym.register_envs(ale_py)
+    env = gym.make(env_id, **kwargs)
+    if not isinstance(wrappers, list):
+        raise ValueError("env_kwargs.wrappers: expected a list of wrapper names or {name: kwargs}")
+    for w in wrappers:
+        if isinstance(w, str):
+            name, wkw = w, {}
+        elif isinstance(w, dict) and len(w) == 1:
+            ((name, wkw),) = w.items()
+            wkw = wkw or {}
+        else:
+            raise ValueError(f"env_kwargs.wrappers: {w!r} is neither a name nor {{name: kwargs}}")
+        env = _wrapper_class(gym, name)(env, **wkw)
+    return env
 
 
 def describe(space):
@@ -78,6 +121,18 @@ def reset(env, seed, options):
 def step(env, convert, action):
     obs, reward, terminated, truncated, info = env.step(convert(action))
     return _flat(obs), float(reward), bool(terminated), bool(truncated), _numbers(info)
+
+
+def step_many(envs, converts, actions):
+    """One vector step: `step` for each env in order, stopping at the first exception.
+    Returns the results so far and None, or them and (index, exception)."""
+    out = []
+    for i, (env, convert, action) in enumerate(zip(envs, converts, actions)):
+        try:
+            out.append(step(env, convert, action))
+        except Exception as e:  # reported by that env's own step in Rust
+            return out, (i, e)
+    return out, None
 
 
 def snapshot(env):

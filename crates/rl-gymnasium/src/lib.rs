@@ -6,8 +6,9 @@
 //! - Spaces are translated: Box (bounds as f32, its shape kept), Discrete (with its start),
 //!   MultiDiscrete (start 0), MultiBinary; any other space (Dict, Tuple, Text, Graph …) is
 //!   refused with an error naming it.
-//! - One Python call per `reset` or `step` (`src/gym.py`): the action goes in as a numpy
-//!   array of the raw encoding, converted to the space's dtype and shape there; the
+//! - One Python call per `reset`, and one per vector step for all of a vector env's envs
+//!   ([`Env::stage`]; one per `step` for an env stepped alone) (`src/gym.py`): the action goes
+//!   in as a numpy array of the raw encoding, converted to the space's dtype and shape there; the
 //!   observation comes back as one contiguous float32 array read through numpy. Gymnasium's
 //!   `terminated` and `truncated` stay apart (its `TimeLimit` truncates); numeric `info`
 //!   entries are kept.
@@ -19,13 +20,13 @@
 //!   the conformance tests use to compare Gymnasium's dynamics with rl-envs' own.
 #![warn(missing_docs)]
 
-use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 use rl_core::Space;
-use rl_core::env::{Env, EnvError, Info, Kwargs, Step};
+use rl_core::env::{BatchPart, Env, EnvError, Info, Kwargs, Step, StepBatch};
 use std::ffi::CString;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The prefix of env ids this crate makes (`gymnasium:CartPole-v1`).
 pub const PREFIX: &str = "gymnasium:";
@@ -66,11 +67,124 @@ pub fn make(id: &str, kwargs: &Kwargs) -> Result<Box<dyn Env>, EnvError> {
 pub struct GymEnv {
     /// `gymnasium:ID`.
     id: String,
+    /// The Python env and its action converter, shared with a staged batch of steps.
+    py: Arc<Handles>,
+    obs_space: Space,
+    act_space: Space,
+    /// The step staged for the next `step` ([`Env::stage`]), filled in when its batch ran.
+    staged: Arc<Mutex<Option<Staged>>>,
+}
+
+/// A Gymnasium env's Python objects.
+struct Handles {
     env: Py<PyAny>,
     /// The Python function that turns a raw action row into what `env.step` takes.
     convert: Py<PyAny>,
-    obs_space: Space,
-    act_space: Space,
+}
+
+/// A staged step: its action, and its result once the batch ran (None: not run, e.g. an
+/// earlier env's step failed, so this env steps alone).
+struct Staged {
+    action: Vec<f32>,
+    result: Option<Result<(Vec<f32>, Step), EnvError>>,
+}
+
+/// The staged steps of a vector's Gymnasium envs: one Python call steps them all.
+#[derive(Default)]
+struct GymSteps {
+    envs: Vec<(String, Arc<Handles>, Arc<Mutex<Option<Staged>>>)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl BatchPart for GymSteps {
+    fn run(&mut self) -> Result<(), EnvError> {
+        if self.envs.is_empty() {
+            return Ok(());
+        }
+        let first = self.envs[0].0.clone();
+        Python::attach(|py| {
+            let bridge_err = |e: PyErr| EnvError::BadOutput {
+                env: first.clone(),
+                reason: format!("the bridge's step_many raised {}", py_text(py, &e)),
+            };
+            let m = helper(py).map_err(bridge_err)?;
+            let (mut envs, mut converts, mut actions) = (Vec::new(), Vec::new(), Vec::new());
+            for (_, h, s) in &self.envs {
+                envs.push(h.env.bind(py).clone());
+                converts.push(h.convert.bind(py).clone());
+                let a = lock(s)
+                    .as_ref()
+                    .map(|s| s.action.clone())
+                    .unwrap_or_default();
+                actions.push(PyArray1::from_vec(py, a));
+            }
+            let r = m
+                .call_method1("step_many", (envs, converts, actions))
+                .map_err(bridge_err)?;
+            let (results, failed): (Vec<Bound<'_, PyAny>>, Option<(usize, Bound<'_, PyAny>)>) =
+                r.extract().map_err(bridge_err)?;
+            for (i, out) in results.iter().enumerate() {
+                let (id, _, slot) = &self.envs[i];
+                let res = read_step(py, id, out);
+                if let Some(s) = lock(slot).as_mut() {
+                    s.result = Some(res);
+                }
+            }
+            if let Some((i, e)) = failed
+                && let Some((id, _, slot)) = self.envs.get(i)
+            {
+                let err = EnvError::BadOutput {
+                    env: id.clone(),
+                    reason: format!("step raised {}", py_text(py, &PyErr::from_value(e))),
+                };
+                if let Some(s) = lock(slot).as_mut() {
+                    s.result = Some(Err(err));
+                }
+            }
+            Ok(())
+        })
+    }
+    fn as_any(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// A step's `(obs, reward, terminated, truncated, info)` from the bridge's Python side.
+fn read_step(
+    py: Python<'_>,
+    id: &str,
+    out: &Bound<'_, PyAny>,
+) -> Result<(Vec<f32>, Step), EnvError> {
+    let err = |e: PyErr| EnvError::BadOutput {
+        env: id.to_string(),
+        reason: format!("step's result: {}", py_text(py, &e)),
+    };
+    let (o, reward, terminated, truncated, info): (
+        PyReadonlyArray1<'_, f32>,
+        f64,
+        bool,
+        bool,
+        Info,
+    ) = out.extract().map_err(err)?;
+    let obs = o
+        .as_slice()
+        .map_err(|e| EnvError::BadOutput {
+            env: id.to_string(),
+            reason: format!("observation: {e}"),
+        })?
+        .to_vec();
+    Ok((
+        obs,
+        Step {
+            reward,
+            terminated,
+            truncated,
+            info,
+        },
+    ))
 }
 
 impl std::fmt::Debug for GymEnv {
@@ -146,10 +260,13 @@ impl GymEnv {
                 .map_err(make_err)?;
             Ok(Self {
                 id: full.clone(),
-                env: env.unbind(),
-                convert: convert.unbind(),
+                py: Arc::new(Handles {
+                    env: env.unbind(),
+                    convert: convert.unbind(),
+                }),
                 obs_space,
                 act_space,
+                staged: Arc::new(Mutex::new(None)),
             })
         })
     }
@@ -167,21 +284,26 @@ impl GymEnv {
             env: self.id.clone(),
             reason: format!("observation: {e}"),
         })?;
-        let bad = |reason: String| EnvError::BadOutput {
+        let s = arr.as_slice().map_err(|e| EnvError::BadOutput {
             env: self.id.clone(),
-            reason,
-        };
-        if arr.len() != obs.len() {
-            return Err(bad(format!(
-                "observation of {} values, the observation space has {}",
-                arr.len(),
-                obs.len()
-            )));
+            reason: format!("observation: {e}"),
+        })?;
+        self.put_obs(s, obs)
+    }
+
+    /// Copies observation `o` into `obs`, checking its length.
+    fn put_obs(&self, o: &[f32], obs: &mut [f32]) -> Result<(), EnvError> {
+        if o.len() != obs.len() {
+            return Err(EnvError::BadOutput {
+                env: self.id.clone(),
+                reason: format!(
+                    "observation of {} values, the observation space has {}",
+                    o.len(),
+                    obs.len()
+                ),
+            });
         }
-        let s = arr
-            .as_slice()
-            .map_err(|e| bad(format!("observation: {e}")))?;
-        obs.copy_from_slice(s);
+        obs.copy_from_slice(o);
         Ok(())
     }
 }
@@ -205,6 +327,8 @@ impl Env for GymEnv {
         options: Option<&Kwargs>,
         obs: &mut [f32],
     ) -> Result<Info, EnvError> {
+        // A step staged but never taken (its vector step failed) is dropped.
+        *lock(&self.staged) = None;
         Python::attach(|py| {
             let m = helper(py).map_err(|e| self.python_error(py, "the bridge", &e))?;
             let options = match options {
@@ -219,7 +343,7 @@ impl Env for GymEnv {
                 None => py.None().into_bound(py),
             };
             let r = m
-                .call_method1("reset", (self.env.bind(py), seed, options))
+                .call_method1("reset", (self.py.env.bind(py), seed, options))
                 .map_err(|e| self.python_error(py, "reset", &e))?;
             let o = r
                 .get_item(0)
@@ -231,6 +355,22 @@ impl Env for GymEnv {
         })
     }
 
+    /// Joins the vector step's batch: one Python call steps every staged Gymnasium env.
+    fn stage(&mut self, action: &[f32], batch: &mut StepBatch) -> Result<(), EnvError> {
+        if action.len() != self.act_space.raw_dim() {
+            return Ok(()); // `step` reports it.
+        }
+        *lock(&self.staged) = Some(Staged {
+            action: action.to_vec(),
+            result: None,
+        });
+        batch
+            .part::<GymSteps>()
+            .envs
+            .push((self.id.clone(), self.py.clone(), self.staged.clone()));
+        Ok(())
+    }
+
     fn step(&mut self, action: &[f32], obs: &mut [f32]) -> Result<Step, EnvError> {
         if action.len() != self.act_space.raw_dim() {
             return Err(EnvError::InvalidAction {
@@ -239,31 +379,34 @@ impl Env for GymEnv {
                 reason: format!("expected {} values", self.act_space.raw_dim()),
             });
         }
+        let staged = lock(&self.staged).take();
+        if let Some(s) = staged {
+            if s.action != action {
+                return Err(EnvError::InvalidAction {
+                    env: self.id.clone(),
+                    action: action.to_vec(),
+                    reason: format!(
+                        "differs from the staged action {:?} (a wrapper that changes actions \
+                         must stage the changed one)",
+                        s.action
+                    ),
+                });
+            }
+            if let Some(r) = s.result {
+                let (o, step) = r?;
+                self.put_obs(&o, obs)?;
+                return Ok(step);
+            }
+        }
         Python::attach(|py| {
             let m = helper(py).map_err(|e| self.python_error(py, "the bridge", &e))?;
             let a = PyArray1::from_slice(py, action);
             let r = m
-                .call_method1("step", (self.env.bind(py), self.convert.bind(py), a))
+                .call_method1("step", (self.py.env.bind(py), self.py.convert.bind(py), a))
                 .map_err(|e| self.python_error(py, "step", &e))?;
-            let o = r
-                .get_item(0)
-                .map_err(|e| self.python_error(py, "step", &e))?;
-            self.write_obs(&o, obs)?;
-            let (_, reward, terminated, truncated, info): (
-                Bound<'_, PyAny>,
-                f64,
-                bool,
-                bool,
-                Info,
-            ) = r
-                .extract()
-                .map_err(|e| self.python_error(py, "step's result", &e))?;
-            Ok(Step {
-                reward,
-                terminated,
-                truncated,
-                info,
-            })
+            let (o, step) = read_step(py, &self.id, &r)?;
+            self.put_obs(&o, obs)?;
+            Ok(step)
         })
     }
 
@@ -271,6 +414,7 @@ impl Env for GymEnv {
     fn state(&self) -> Option<Vec<f64>> {
         Python::attach(|py| {
             let s = self
+                .py
                 .env
                 .bind(py)
                 .getattr("unwrapped")
@@ -295,7 +439,7 @@ impl Env for GymEnv {
                 env: self.id.clone(),
                 reason: py_text(py, &e),
             };
-            let unwrapped = self.env.bind(py).getattr("unwrapped").map_err(err)?;
+            let unwrapped = self.py.env.bind(py).getattr("unwrapped").map_err(err)?;
             let old = unwrapped.getattr("state").map_err(err)?;
             let np = py.import("numpy").map_err(err)?;
             let shape = np.call_method1("shape", (old,)).map_err(err)?;
@@ -312,7 +456,7 @@ impl Env for GymEnv {
         Python::attach(|py| {
             let m = helper(py).map_err(|e| self.python_error(py, "the bridge", &e))?;
             let hex: String = m
-                .call_method1("snapshot", (self.env.bind(py),))
+                .call_method1("snapshot", (self.py.env.bind(py),))
                 .and_then(|h| h.extract())
                 .map_err(|e| EnvError::Unsupported {
                     env: self.id.clone(),
@@ -338,7 +482,12 @@ impl Env for GymEnv {
                     env: self.id.clone(),
                     reason: format!("unpickling the snapshot raised {}", py_text(py, &e)),
                 })?;
-            self.env = env.unbind();
+            let convert = self.py.convert.clone_ref(py);
+            self.py = Arc::new(Handles {
+                env: env.unbind(),
+                convert,
+            });
+            *lock(&self.staged) = None;
             Ok(())
         })
     }

@@ -2,7 +2,11 @@
 //! Gymnasium env): PPO on Gymnasium's CartPole-v1 with rl-zoo's settings ≥ 475 at 100k, the
 //! native run's bar (CI); SAC on MuJoCo's InvertedPendulum-v5 ≥ 900 within 30k and PPO on
 //! Box2D's LunarLander-v3 ≥ 200 within 1M (rl-zoo reaches about 250 at 1M) (`#[ignore]`:
-//! `cargo xtask learn`; need `pip install "gymnasium[mujoco,box2d]"`).
+//! `cargo xtask learn`; need `pip install "gymnasium[mujoco,box2d]"`). Also the Atari smoke run:
+//! PPO with the Nature CNN on Breakout for 50k steps with checkpoints (`#[ignore]`; needs
+//! `pip install ale-py opencv-python-headless`).
+
+mod atari_common;
 
 use rl_core::Algorithm;
 use rl_core::burn::tensor::Device;
@@ -103,4 +107,42 @@ fn ppo_lunarlander_seed0_within_1m() {
 #[ignore = "long: run by cargo xtask learn (needs gymnasium[mujoco])"]
 fn sac_inverted_pendulum_seed0_within_30k() {
     sac_inverted_pendulum(0);
+}
+
+#[test]
+#[ignore = "long: run by cargo xtask learn (needs ale-py and opencv-python-headless)"]
+fn ppo_breakout_seed0_50k_smoke_with_checkpoints() {
+    let run = atari_common::config(&["total_timesteps=50000"]);
+    let dev = Device::flex();
+    let mut ppo = rl_ppo::Ppo::new(&run, &atari_common::training_env, &dev).unwrap();
+    let obs = atari_common::some_observation(&run);
+    let dir = atari_common::temp_dir("smoke");
+    let mut returns = Vec::new();
+    let mut checkpoints = 0;
+    while ppo.num_timesteps() < run.total_timesteps {
+        let m = ppo.train().unwrap();
+        if let Some(r) = m.get("charts/episodic_return") {
+            returns.push((ppo.num_timesteps(), *r));
+        }
+        // A checkpoint every 10 iterations (10,240 steps), loaded back and trained on.
+        if ppo.num_timesteps() % 10_240 == 0 {
+            ppo = atari_common::round_trip(&mut ppo, &run, &dir, &obs);
+            checkpoints += 1;
+        }
+    }
+    let mut env = atari_common::eval_env(&run);
+    let r = ppo
+        .evaluate(env.as_mut(), run.n_eval_episodes, true, run.eval_seed())
+        .unwrap();
+    println!(
+        "PPO CnnPolicy gymnasium:ALE/Breakout-v5 seed 0: {} steps, {checkpoints} checkpoints; \
+         deterministic eval {:.1} ± {:.1} (10 episodes); training episode returns {returns:?}",
+        ppo.num_timesteps(),
+        r.mean_return,
+        r.std_return
+    );
+    assert_eq!(ppo.num_timesteps(), 50_176);
+    assert_eq!(checkpoints, 4);
+    assert!(r.mean_return.is_finite() && !returns.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -359,15 +359,41 @@ fn run_config_keys() -> Vec<&'static str> {
 /// Env steps per second of `env_id` (an rl id: built-in, or `gymnasium:ID` through the bridge)
 /// stepped `steps` times with uniformly random actions from rl's own generator, reset at every
 /// episode's end, timed in Rust with the interpreter's lock released (a bridged env takes it per
-/// call): the bridge's overhead benchmark (`python/bench/bridge.py`).
+/// call): the bridge's overhead benchmark (`python/bench/bridge.py`). With `n_envs` > 1, a
+/// vector env of that many (same-step autoreset; Gymnasium envs stage their steps, one Python
+/// call per vector step), `steps` counting env steps.
 #[pyfunction]
-#[pyo3(signature = (env_id, steps, seed = 0))]
-fn env_steps_per_second(py: Python<'_>, env_id: &str, steps: u64, seed: u64) -> PyResult<f64> {
+#[pyo3(signature = (env_id, steps, seed = 0, n_envs = 1))]
+fn env_steps_per_second(
+    py: Python<'_>,
+    env_id: &str,
+    steps: u64,
+    seed: u64,
+    n_envs: usize,
+) -> PyResult<f64> {
     py.detach(|| -> Result<f64, EnvError> {
-        let mut env = rl::envs::make(env_id, &Default::default())?;
         let mut rng = rl::core::Rng::seed_from(seed);
-        let mut obs = vec![0.0; env.observation_space().raw_dim()];
         let mut action = Vec::new();
+        if n_envs > 1 {
+            let envs = (0..n_envs)
+                .map(|_| rl::envs::make(env_id, &Default::default()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut venv = rl::core::vec_env::VecEnv::new(envs)?;
+            let space = venv.action_space().clone();
+            venv.reset(Some(seed))?;
+            let rounds = steps / n_envs as u64;
+            let t = std::time::Instant::now();
+            for _ in 0..rounds {
+                action.clear();
+                for _ in 0..n_envs {
+                    space.sample(&mut rng, &mut action);
+                }
+                venv.step(&action)?;
+            }
+            return Ok((rounds * n_envs as u64) as f64 / t.elapsed().as_secs_f64());
+        }
+        let mut env = rl::envs::make(env_id, &Default::default())?;
+        let mut obs = vec![0.0; env.observation_space().raw_dim()];
         let space = env.action_space().clone();
         env.reset(Some(seed), None, &mut obs)?;
         let t = std::time::Instant::now();

@@ -147,7 +147,7 @@ impl Learner for AppoLearner {
                 });
                 let (policy, kl_coeff) = (&self.policy, self.kl_coeff);
                 let actor = |policy: &ActorCritic| {
-                    let latent = policy.pi.forward(obs.clone());
+                    let latent = policy.actor_latent(obs.clone());
                     let log_std = policy.dist_log_std(&latent);
                     let params = policy.action_net.forward(latent);
                     let logp = policy

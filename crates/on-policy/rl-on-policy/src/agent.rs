@@ -285,7 +285,7 @@ pub fn actor_critic_grads<A: Send, C: Send>(
     actor: impl FnOnce(&ActorCritic) -> (Tensor<1>, A) + Send,
     critic: impl FnOnce(&ActorCritic) -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
-    split_grads(policy, policy.vf.is_some(), device, actor, critic)
+    split_grads(policy, policy.separate_trunks(), device, actor, critic)
 }
 
 /// The flat gradient over `policy`'s parameters of `actor loss + critic loss` and what each

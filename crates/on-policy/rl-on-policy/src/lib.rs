@@ -17,6 +17,9 @@ pub use agent::{
     OnPolicyAgent, OnPolicyConfig, OnPolicyCore, OnPolicyLearner, PolicyFor, Rollout,
     RolloutSettings, actor_critic_grads, load_policy_and_optimizer, save_policy_and_optimizer,
 };
-pub use policy::{ActorCritic, NetArch, PolicyKwargs, PolicyOutput, Sde, SdeNoise};
+pub use policy::{
+    ActorCritic, FeaturesExtractor, FeaturesExtractorKwargs, NetArch, PolicyKwargs, PolicyOutput,
+    Sde, SdeNoise,
+};
 pub use rl_core::agent::EnvMaker;
 pub use rollout::{CollectorState, RolloutCollector, RolloutInfo};

@@ -6,7 +6,7 @@ use rl_core::burn::module::{Module, Param};
 use rl_core::burn::nn::Linear;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::distributions::DistKind;
-use rl_core::nn::{Activation, Mlp, MlpConfig, linear_orthogonal};
+use rl_core::nn::{Activation, Mlp, MlpConfig, NatureCnn, linear_orthogonal};
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
@@ -61,10 +61,43 @@ pub struct PolicyKwargs {
     #[default(1.0)]
     #[serde(skip_serializing_if = "is_one")]
     pub value_gain: f64,
+    /// `FlattenExtractor` (default) or `NatureCNN` for image observations (SB3's
+    /// `CnnPolicy`; its `net_arch` is then usually `[]`, heads straight on the features).
+    #[serde(skip_serializing_if = "is_default")]
+    pub features_extractor_class: FeaturesExtractor,
+    /// The extractor's settings (`features_dim`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub features_extractor_kwargs: FeaturesExtractorKwargs,
 }
 
 fn is_one(v: &f64) -> bool {
     *v == 1.0
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// What turns an observation into the trunks' input (SB3's `features_extractor_class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum FeaturesExtractor {
+    /// The flattened observation (SB3's `MlpPolicy`).
+    #[default]
+    #[serde(rename = "FlattenExtractor", alias = "flatten")]
+    Flatten,
+    /// The Nature CNN over `[C, H, W]` (or `[H, W]`) pixels in `[0, 255]`, shared by the policy
+    /// and value trunks (SB3's `CnnPolicy`, `share_features_extractor=True`).
+    #[serde(rename = "NatureCNN", alias = "nature_cnn")]
+    NatureCnn,
+}
+
+/// SB3's `features_extractor_kwargs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeaturesExtractorKwargs {
+    /// Output width of the CNN's linear layer.
+    #[default(512)]
+    pub features_dim: usize,
 }
 
 /// What the policy outputs for a batch of observations.
@@ -97,6 +130,12 @@ pub struct Sde {
 /// An actor-critic network.
 #[derive(Module, Debug)]
 pub struct ActorCritic {
+    /// The image feature extractor both trunks read (`CnnPolicy`); None: flattened
+    /// observations go straight to the trunks.
+    pub cnn: Option<NatureCnn>,
+    /// `[C, H, W]` of the images the CNN reads.
+    #[module(skip)]
+    pub image: Option<[usize; 3]>,
     /// Policy trunk (or the shared trunk).
     pub pi: Mlp,
     /// Value trunk (absent when shared).
@@ -151,6 +190,12 @@ impl ActorCritic {
                     .into(),
             );
         }
+        if kw.features_extractor_class != FeaturesExtractor::Flatten {
+            return Err(
+                "policy_kwargs.features_extractor_class: a centralized critic reads flat observations"
+                    .into(),
+            );
+        }
         let d_pi = obs_space.flat_dim();
         let mut me = Self::build(
             d_pi,
@@ -174,8 +219,17 @@ impl ActorCritic {
         rng: &mut Rng,
         device: &Device,
     ) -> Result<Self, String> {
-        let d_in = obs_space.flat_dim();
-        Self::build(d_in, d_in, action_space, kw, use_sde, rng, device)
+        if kw.features_extractor_class == FeaturesExtractor::Flatten {
+            let d_in = obs_space.flat_dim();
+            return Self::build(d_in, d_in, action_space, kw, use_sde, rng, device);
+        }
+        let [c, h, w] = image_shape(obs_space)?;
+        let d = kw.features_extractor_kwargs.features_dim;
+        let cnn = NatureCnn::new(c, h, w, d, rng, device)?;
+        let mut me = Self::build(d, d, action_space, kw, use_sde, rng, device)?;
+        me.cnn = Some(cnn);
+        me.image = Some([c, h, w]);
+        Ok(me)
     }
 
     /// The networks for `d_pi` actor and `d_vf` critic inputs.
@@ -267,6 +321,8 @@ impl ActorCritic {
             _ => None,
         };
         Ok(Self {
+            cnn: None,
+            image: None,
             pi,
             vf,
             action_net,
@@ -291,11 +347,35 @@ impl ActorCritic {
         }
     }
 
+    /// What the trunks read: the CNN's features of the images (`CnnPolicy`), else the
+    /// flattened observations themselves.
+    pub fn features(&self, obs: Tensor<2>) -> Tensor<2> {
+        match (&self.cnn, self.image) {
+            (Some(cnn), Some([c, h, w])) => {
+                let b = obs.dims()[0];
+                cnn.forward(obs.reshape([b, c, h, w]))
+            }
+            _ => obs,
+        }
+    }
+
+    /// The policy trunk's output for flattened observations (the action head's input).
+    pub fn actor_latent(&self, obs: Tensor<2>) -> Tensor<2> {
+        self.pi.forward(self.actor_view(self.features(obs)))
+    }
+
+    /// Whether the actor's and the critic's losses reach disjoint parameters (separate trunks
+    /// and no shared feature extractor): then each can get its own backward pass.
+    pub fn separate_trunks(&self) -> bool {
+        self.vf.is_some() && self.cnn.is_none()
+    }
+
     /// Forward pass on flattened observations `[B, obs_flat_dim]`.
     pub fn forward(&self, obs: Tensor<2>) -> PolicyOutput {
-        let latent_pi = self.pi.forward(self.actor_view(obs.clone()));
+        let x = self.features(obs);
+        let latent_pi = self.pi.forward(self.actor_view(x.clone()));
         let latent_vf = match &self.vf {
-            Some(vf) => vf.forward(obs),
+            Some(vf) => vf.forward(x),
             None => latent_pi.clone(),
         };
         let params = self.action_net.forward(latent_pi.clone());
@@ -349,7 +429,7 @@ impl ActorCritic {
     /// With gSDE a fresh exploration matrix is drawn for each row.
     pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
         // The actor only: predict needs no values.
-        let latent = self.pi.forward(self.actor_view(obs));
+        let latent = self.actor_latent(obs);
         let params = crate::rollout::host(self.action_net.forward(latent.clone()));
         let mut actions = Vec::new();
         if let Some(noise) = self.sde_noise(params.len(), rng) {
@@ -418,6 +498,10 @@ impl ActorCritic {
             }
             (y, dy)
         };
+        assert!(
+            self.cnn.is_none(),
+            "actor_jvp: the CNN policy has no forward-mode derivative (refused at construction)"
+        );
         let act = self.pi.activation;
         let (mut h, mut dh) = (self.actor_view(obs), None);
         for (l, t) in self.pi.layers.iter().zip(&tangent.pi.layers) {
@@ -461,9 +545,10 @@ impl ActorCritic {
 
     /// Values `[B]` only.
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
+        let x = self.features(obs);
         let latent = match &self.vf {
-            Some(vf) => vf.forward(obs),
-            None => self.pi.forward(self.actor_view(obs)),
+            Some(vf) => vf.forward(x),
+            None => self.pi.forward(self.actor_view(x)),
         };
         self.value_net.forward(latent).squeeze_dim::<1>(1)
     }
@@ -474,7 +559,7 @@ impl ActorCritic {
         obs: Tensor<2>,
         actions: Tensor<2>,
     ) -> (Tensor<1>, Option<Tensor<1>>) {
-        let latent = self.pi.forward(self.actor_view(obs));
+        let latent = self.actor_latent(obs);
         let log_std = self.dist_log_std(&latent);
         let params = self.action_net.forward(latent);
         let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);
@@ -493,6 +578,19 @@ impl ActorCritic {
             .log_prob(out.params.clone(), out.log_std.clone(), actions);
         let ent = self.dist.entropy(out.params, out.log_std);
         (out.values, lp, ent)
+    }
+}
+
+/// `[C, H, W]` of an image observation space (`[H, W]` is one channel), for the CNN.
+fn image_shape(space: &Space) -> Result<[usize; 3], String> {
+    match space {
+        Space::Box { shape, .. } if shape.len() == 3 => Ok([shape[0], shape[1], shape[2]]),
+        Space::Box { shape, .. } if shape.len() == 2 => Ok([1, shape[0], shape[1]]),
+        _ => Err(format!(
+            "policy_kwargs.features_extractor_class: NatureCNN needs image observations \
+             (a Box of shape [C, H, W] or [H, W]), not {}",
+            space.describe()
+        )),
     }
 }
 

@@ -243,3 +243,57 @@ fn value_gain_scales_the_initial_values() {
         );
     }
 }
+
+/// SB3's `CnnPolicy`: `features_extractor_class: NatureCNN` reads `[C, H, W]` pixels through the
+/// Nature CNN that both heads share; values and log-probabilities agree between the full
+/// forward pass and the single-head paths, every parameter (the CNN's too) gets a gradient,
+/// and a flat observation space or an unknown extractor is refused naming the key.
+#[test]
+fn the_cnn_policy_reads_images_through_a_shared_nature_cnn() {
+    let device = Device::flex().autodiff();
+    let kw: PolicyKwargs = serde_json::from_value(serde_json::json!({
+        "features_extractor_class": "NatureCNN",
+        "features_extractor_kwargs": {"features_dim": 64},
+        "net_arch": []
+    }))
+    .unwrap();
+    let image = Space::Box {
+        low: vec![0.0; 4 * 36 * 36],
+        high: vec![255.0; 4 * 36 * 36],
+        shape: vec![4, 36, 36],
+    };
+    let mut rng = Rng::seed_from(3);
+    let p = ActorCritic::new(&image, &Space::discrete(3), &kw, &mut rng, &device).unwrap();
+    assert!(p.cnn.is_some() && !p.separate_trunks());
+    assert_eq!(p.action_net.weight.dims(), [64, 3]);
+    let d = 4 * 36 * 36;
+    let pixels: Vec<f32> = (0..2 * d).map(|_| rng.below(256) as f32).collect();
+    let obs = tensor2(pixels, 2, d, &device);
+    let out = p.forward(obs.clone());
+    assert_eq!(out.params.dims(), [2, 3]);
+    assert_eq!(host(out.values.clone()), host(p.values(obs.clone())));
+    let actions = tensor2(vec![0.0, 2.0], 2, 1, &device);
+    let (v, lp, _) = p.evaluate_actions(obs.clone(), actions.clone());
+    let (lp2, _) = p.log_prob_entropy(obs, actions);
+    assert_eq!(host(lp.clone()), host(lp2));
+    let g = host(flat_grads(&p, (v.sum() + lp.sum()).backward(), &device));
+    assert_eq!(g.len(), num_params(&p));
+    let cnn_params = num_params(p.cnn.as_ref().unwrap());
+    assert!(
+        g[..cnn_params].iter().any(|x| *x != 0.0),
+        "the CNN gets a gradient"
+    );
+
+    let flat = Space::boxed(vec![-1.0; 4], vec![1.0; 4]);
+    let e = ActorCritic::new(&flat, &Space::discrete(2), &kw, &mut rng, &device).unwrap_err();
+    assert!(
+        e.contains("features_extractor_class") && e.contains("image"),
+        "{e}"
+    );
+    let bad = serde_json::from_value::<PolicyKwargs>(
+        serde_json::json!({"features_extractor_class": "ResNet"}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("ResNet") && bad.contains("NatureCNN"), "{bad}");
+}

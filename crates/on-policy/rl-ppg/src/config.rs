@@ -117,6 +117,14 @@ impl AlgoConfig for PpgConfig {
     /// Range checks with messages naming the field (the policy phase's through PPO's).
     fn validate(&self) -> Result<(), ConfigError> {
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+        if self.policy_kwargs.features_extractor_class
+            != rl_on_policy::policy::FeaturesExtractor::Flatten
+        {
+            return err(
+                "policy_kwargs.features_extractor_class",
+                "PPG's auxiliary head reads the MLP trunk: FlattenExtractor only",
+            );
+        }
         for (f, v) in [
             ("n_policy_epochs", self.n_policy_epochs),
             ("n_policy_iters", self.n_policy_iters),

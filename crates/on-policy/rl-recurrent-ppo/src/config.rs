@@ -151,6 +151,14 @@ impl AlgoConfig for RecurrentPpoConfig {
     fn validate(&self) -> Result<(), ConfigError> {
         self.ppo.validate()?;
         let err = |f: &str, m: &str| rl_core::config::invalid(f, m);
+        if self.ppo.actor_critic.policy_kwargs.features_extractor_class
+            != rl_on_policy::policy::FeaturesExtractor::Flatten
+        {
+            return err(
+                "policy_kwargs.features_extractor_class",
+                "the LSTM reads flattened observations: FlattenExtractor only",
+            );
+        }
         let l = &self.lstm;
         if l.lstm_hidden_size == 0 {
             return err("lstm_hidden_size", "must be at least 1");

@@ -89,6 +89,14 @@ impl AlgoConfig for TrpoConfig {
                 "TRPO needs separate policy and value networks (the trust region covers the policy only)",
             );
         }
+        if self.actor_critic.policy_kwargs.features_extractor_class
+            != rl_on_policy::policy::FeaturesExtractor::Flatten
+        {
+            return err(
+                "policy_kwargs.features_extractor_class",
+                "TRPO's Fisher products are derived for MLP policies only (FlattenExtractor)",
+            );
+        }
         Ok(())
     }
 }
