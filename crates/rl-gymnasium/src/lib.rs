@@ -115,11 +115,9 @@ impl BatchPart for GymSteps {
             for (_, h, s) in &self.envs {
                 envs.push(h.env.bind(py).clone());
                 converts.push(h.convert.bind(py).clone());
-                let a = lock(s)
-                    .as_ref()
-                    .map(|s| s.action.clone())
-                    .unwrap_or_default();
-                actions.push(PyArray1::from_vec(py, a));
+                let staged = lock(s);
+                let a = staged.as_ref().map_or(&[][..], |s| &s.action[..]);
+                actions.push(PyArray1::from_slice(py, a));
             }
             let r = m
                 .call_method1("step_many", (envs, converts, actions))
