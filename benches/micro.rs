@@ -1,5 +1,5 @@
 //! Micro-benchmarks: CartPole vector stepping, GAE, policy forward, one PPO minibatch update,
-//! one DQN gradient step.
+//! one DQN gradient step, an LSTM sequence forward and backward (burn's `Lstm` and the fused one).
 //! `cargo bench --bench micro`.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -185,5 +185,35 @@ fn dqn_step(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, cartpole_step, gae, policy, dqn_step);
+/// Recurrent PPO's LSTM (sb3-contrib's zoo CartPoleNoVel: 64 units, 2 inputs) over 8 sequences
+/// of 32 steps, forward and backward: burn's `Lstm::forward` against the fused one.
+fn lstm_sequence(c: &mut Criterion) {
+    use rl::core::burn::nn::LstmState;
+    use rl::core::burn::tensor::{Tensor, TensorData};
+    let dev = Device::flex().autodiff();
+    let mut rng = Rng::seed_from(0);
+    let lstm = rl::on_policy::recurrent::lstm_torch_default(2, 64, &mut rng, &dev);
+    let (n, t) = (8, 32);
+    let x: Vec<f32> = (0..n * t * 2)
+        .map(|i| ((i % 13) as f32 - 6.0) * 0.1)
+        .collect();
+    let x = Tensor::<3>::from_data(TensorData::new(x, [n, t, 2]), &dev);
+    let state = || LstmState::new(Tensor::zeros([n, 64], &dev), Tensor::zeros([n, 64], &dev));
+    let mut g = c.benchmark_group("lstm_8x32_64_forward_backward");
+    g.bench_function("burn", |b| {
+        b.iter(|| {
+            let (out, _) = lstm.forward(x.clone(), Some(state()));
+            black_box(out.sum().backward())
+        })
+    });
+    g.bench_function("fused", |b| {
+        b.iter(|| {
+            let (out, _) = rl::core::recurrent::lstm_forward(&lstm, x.clone(), state());
+            black_box(out.sum().backward())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, cartpole_step, gae, policy, dqn_step, lstm_sequence);
 criterion_main!(benches);

@@ -119,7 +119,7 @@ pub fn build_multi_agent(
 ) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
     use rl_off_policy::multi_agent::MultiAgentOffPolicy;
     use rl_on_policy::multi_agent::MultiAgentOnPolicy;
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     let frozen =
         |id: &str, kw: &rl_core::env::Kwargs, src: rl_core::multi_agent::FrozenSource<'_>| {
             frozen_policy(id, kw, src, device)
@@ -163,7 +163,7 @@ pub fn load_multi_agent(
     device: &Device,
 ) -> Result<Box<dyn rl_core::multi_agent::MultiAgentAlgorithm>, RlError> {
     let ck = read_checkpoint(dir)?;
-    rl_core::kernels::apply(rl_core::checkpoint::read_run_config(&ck)?.kernels)?;
+    rl_core::checkpoint::read_run_config(&ck)?.apply_process_settings()?;
     Ok(load_multi_agent_as_saved(dir, &ck.algorithm, device)?)
 }
 
@@ -217,7 +217,7 @@ fn load_multi_agent_as_saved(
 /// released).
 pub fn build(run: &RunConfig, device: &Device) -> Result<Box<dyn Algorithm + Send>, RlError> {
     multi_agent_only(run)?;
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     match run.algorithm.to_ascii_lowercase().as_str() {
         "ppo" => Ok(Box::new(rl_ppo::Ppo::new(run, &make_training_env, device)?)),
         "a2c" => Ok(Box::new(rl_a2c::A2c::new(run, &make_training_env, device)?)),
@@ -278,7 +278,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<Box<dyn Algorithm + Send>, Rl
     let ck = read_checkpoint(dir)?;
     let run = rl_core::checkpoint::read_run_config(&ck)?;
     multi_agent_only(&run)?;
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     load_as_saved(dir, &ck.algorithm, device)
 }
 

@@ -71,7 +71,7 @@ pub fn build_with_broker(
     device: &Device,
     link: &BrokerLink,
 ) -> Result<Box<dyn Algorithm>, RlError> {
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     let env = &crate::make_training_env;
     match run.algorithm.to_ascii_lowercase().as_str() {
         "impala" => Ok(Box::new(rl_impala::Impala::with_broker(
@@ -100,7 +100,7 @@ pub fn load_with_broker(
     link: &BrokerLink,
 ) -> Result<Box<dyn Algorithm>, RlError> {
     let run = crate::checkpoint_config(dir)?;
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     let env = &crate::make_training_env;
     match run.algorithm.to_ascii_lowercase().as_str() {
         "impala" => Ok(Box::new(rl_impala::Impala::load_with_broker(
@@ -149,7 +149,7 @@ pub fn serve_runner(
         .unwrap_or(JOIN_WAIT_S);
     let info = board.info(Duration::from_secs(wait))?;
     let run = joined_run(&info)?;
-    rl_core::kernels::apply(run.kernels)?;
+    run.apply_process_settings()?;
     let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
         .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
     let env = &crate::make_training_env;

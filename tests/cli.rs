@@ -184,6 +184,50 @@ fn the_kernel_level_is_pinned_reported_and_checked() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The thread count: `num_threads` and `RL_NUM_THREADS` size flex's pool, the summary reports
+/// it, and a count that is not one is an error naming where it came from.
+#[test]
+fn the_thread_count_is_pinned_reported_and_checked() {
+    let d = tmp("threads");
+    let cfg = write_config(&d);
+    let run = |set: &str, var: Option<&str>| {
+        let mut c = rl();
+        c.args([
+            "train",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "total_timesteps=256",
+        ])
+        .args(["--set", set, "--out", d.join("run").to_str().unwrap()]);
+        if let Some(v) = var {
+            c.env("RL_NUM_THREADS", v);
+        }
+        c.output().unwrap()
+    };
+    let json = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        last_json(&out.stdout)
+    };
+    assert_eq!(json(run("num_threads=1", None))["threads"], 1);
+    assert_eq!(json(run("seed=0", Some("3")))["threads"], 3);
+    // The config key wins over the variable.
+    assert_eq!(json(run("num_threads=1", Some("3")))["threads"], 1);
+    let err = run("seed=0", Some("two"));
+    assert!(!err.status.success());
+    let e = String::from_utf8_lossy(&err.stderr);
+    assert!(e.contains("RL_NUM_THREADS") && e.contains("two"), "{e}");
+    let err = run("num_threads=-1", None);
+    assert!(!err.status.success());
+    let e = String::from_utf8_lossy(&err.stderr);
+    assert!(e.contains("num_threads"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn envs_and_check_env() {
     let out = rl().arg("envs").output().unwrap();

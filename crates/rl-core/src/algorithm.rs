@@ -29,6 +29,10 @@ pub enum RlError {
     /// The kernel level asked for (`kernels`, `RL_KERNELS`) is unknown or beyond this CPU.
     #[error(transparent)]
     Kernels(#[from] crate::kernels::KernelError),
+    /// The thread count asked for (`num_threads`, `RL_NUM_THREADS`) is not a count or differs
+    /// from the one this process already runs.
+    #[error(transparent)]
+    Threads(#[from] crate::threads::ThreadsError),
     /// A loss or metric became NaN or infinite.
     #[error("training diverged at step {step}: metric {metric} is {value}")]
     NonFinite {

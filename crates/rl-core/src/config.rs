@@ -152,6 +152,10 @@ pub struct RunConfig {
     /// (see [`crate::kernels`]).
     #[serde(default, skip_serializing_if = "is_auto")]
     pub kernels: crate::kernels::KernelLevel,
+    /// Threads of flex's kernels (0: `RL_NUM_THREADS`, else one per core; see
+    /// [`crate::threads`]). One count per process: the first run sets it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub num_threads: usize,
     /// Evaluate every this many env steps (0: only at the end).
     #[serde(default)]
     pub eval_freq: u64,
@@ -198,6 +202,9 @@ fn ten() -> usize {
 fn flex() -> String {
     "flex".into()
 }
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 fn is_auto(k: &crate::kernels::KernelLevel) -> bool {
     *k == crate::kernels::KernelLevel::Auto
 }
@@ -233,6 +240,15 @@ impl RunConfig {
             .get("gamma")
             .and_then(|v| v.as_f64())
             .unwrap_or(0.99)
+    }
+
+    /// Applies the run's process-wide settings before anything is built: the kernel level
+    /// (`kernels`, [`crate::kernels::apply`]) and the thread count (`num_threads`,
+    /// [`crate::threads::apply`]).
+    pub fn apply_process_settings(&self) -> Result<(), crate::algorithm::RlError> {
+        crate::threads::apply(self.num_threads)?;
+        crate::kernels::apply(self.kernels)?;
+        Ok(())
     }
 
     /// The evaluation seed.

@@ -36,6 +36,8 @@ pub struct RunSummary {
     pub checkpoint: String,
     /// The CPU kernel level flex ran at ([`crate::kernels::active`]).
     pub kernels: crate::kernels::KernelLevel,
+    /// The threads flex's kernels ran on ([`crate::threads`]).
+    pub threads: usize,
 }
 
 /// The run config as the YAML `rl train` saves in the run directory (`config.yaml`); it
@@ -307,6 +309,7 @@ fn run_trainee_until(
         run_dir: run_dir.display().to_string(),
         checkpoint: ckpt.display().to_string(),
         kernels: crate::kernels::active(),
+        threads: rayon::current_num_threads(),
     })
 }
 

@@ -29,6 +29,7 @@ fn py_err(e: RlError) -> PyErr {
     match e {
         RlError::Config(c) => PyValueError::new_err(format!("{}: {}", c.field, c.message)),
         RlError::Kernels(k) => PyValueError::new_err(format!("kernels: {k}")),
+        RlError::Threads(t) => PyValueError::new_err(t.to_string()),
         RlError::Checkpoint(c) => PyOSError::new_err(c.to_string()),
         // An env that cannot be made (unknown id, bad env_kwargs) is a bad `env_id` value.
         RlError::Env(EnvError::Make(m)) => PyValueError::new_err(format!("env_id: {m}")),

@@ -5,8 +5,10 @@
 //! Two ways through it: [`RolloutPolicy::step`] advances the recurrent states by one env
 //! step (collection, `predict`), resetting them where an episode starts;
 //! [`forward_sequences`](RecurrentActorCritic::forward_sequences) runs whole padded sequences
-//! from stored initial states (training). burn's `Lstm::forward` starts from one state per sequence, so sequences
-//! are cut at episode starts ([`rl_core::sequences`]) rather than reset inside.
+//! from stored initial states (training). Both run the LSTMs fused
+//! ([`rl_core::recurrent::lstm_forward`]: burn's `Lstm` modules, one gate product per step).
+//! An LSTM forward starts from one state per sequence, so sequences are cut at episode starts
+//! ([`rl_core::sequences`]) rather than reset inside.
 
 use crate::policy::{ActorCritic, PolicyKwargs, PolicyOutput, SdeNoise};
 use crate::rollout::{RolloutPolicy, reset_rows};
@@ -112,7 +114,7 @@ impl RecurrentActorCritic {
                 state.clone().narrow(1, o, h),
                 state.clone().narrow(1, o + h, h),
             );
-            let (out, st) = lstm.forward(x, Some(init));
+            let (out, st) = rl_core::recurrent::lstm_forward(lstm, x, init);
             finals.push(st.cell);
             finals.push(st.hidden);
             x = out;
