@@ -5,19 +5,22 @@
 //! about thirty autodiff nodes per step, each a few microseconds of bookkeeping for tensors of a
 //! few thousand floats. [`lstm_forward`] runs the same LSTM as
 //! - the input products of all time steps in one matrix product (`[T·n, d] · [d, 4H]`),
-//! - one `[n, H] · [H, 4H]` product per step for the four hidden-state gates,
-//! - the gate math (`σ`, `tanh`, the cell and hidden updates) in one op with a hand-written
-//!   backward ([`lstm_cell`]: on flex, one loop over the row; elsewhere burn's ops),
+//! - the recurrence in one op ([`lstm_sequence`]): per step one `[n, H] · [H, 4H]` product for
+//!   the four hidden-state gates and the gate math (`σ`, `tanh`, the cell and hidden updates)
+//!   in one loop over the rows; its hand-written backward runs the steps in reverse (one
+//!   `[n, 4H] · [4H, H]` product per step) and the hidden weights' gradient as one product over
+//!   all steps. On backends other than flex, or other dtypes, burn's ops do the same per step.
 //!
-//! so a step is four nodes. The gate blocks are concatenated from the module's `GateController`s
-//! on every call (two small concatenations per sequence), so the module, its initialization and
-//! its checkpoints stay burn's.
+//! so a sequence is a handful of autodiff nodes instead of thirty per step. The gate blocks are
+//! concatenated from the module's `GateController`s on every call (two small concatenations per
+//! sequence), so the module, its initialization and its checkpoints stay burn's.
 
 use crate::fast_ops::tanh_approx;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::ops::FloatTensorOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, AutodiffBackend, Backend, Dispatch, Flex, backend_extension};
 use burn::nn::activation::Activation;
@@ -32,26 +35,28 @@ fn sigmoid_approx(x: f32) -> f32 {
     0.5 + 0.5 * tanh_approx(0.5 * x)
 }
 
-/// The fused LSTM gate op.
+/// The fused LSTM recurrence.
 #[backend_extension(Flex, Autodiff)]
-pub trait LstmCellBackend: Backend {
-    /// One step's gate math: input-side pre-activations `xz` and hidden-side ones `hz` (both
-    /// `[n, 4H]`, gate blocks input, forget, cell, output) and the previous `[h, c]` (`[n, 2H]`)
-    /// give the new `[h', c']` (`[n, 2H]`).
-    fn lstm_cell(
+pub trait LstmSequenceBackend: Backend {
+    /// The recurrence over `T` steps of `n` rows: the input-side pre-activations `xz`
+    /// (`[T·n, 4H]`, time-major, biases included; gate blocks input, forget, cell, output), the
+    /// hidden weights `w_hh` (`[H, 4H]`) and the initial `[h, c]` (`[n, 2H]`) give every step's
+    /// `[h, c]` (`[T·n, 2H]`, time-major) and its activated gates `[σ(i), σ(f), tanh(g), σ(o)]`
+    /// (`[T·n, 4H]`, which the backward reuses).
+    fn lstm_sequence(
         xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
-    ) -> FloatTensor<Self>;
-    /// The gradients of [`lstm_cell`](Self::lstm_cell) for the output gradient `grad`: the one of
-    /// the pre-activations (`xz`'s and `hz`'s, equal) and the one of the previous `[h, c]` (zero
-    /// for `h`, which only enters through `hz`).
-    fn lstm_cell_backward(
-        xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
+    /// The gradients of [`lstm_sequence`](Self::lstm_sequence)'s states for their output
+    /// gradient `grad` (`[T·n, 2H]`): those of `xz`, `w_hh` and `hc0`.
+    fn lstm_sequence_backward(
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
+        hs: FloatTensor<Self>,
+        gates: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
 }
 
 /// The f32 values of a flex tensor in row-major order (borrowed when contiguous).
@@ -59,11 +64,8 @@ fn values(t: &FloatTensor<Flex>) -> Cow<'_, [f32]> {
     if let Some(s) = t.as_slice::<f32>() {
         return Cow::Borrowed(s);
     }
-    // Another layout or dtype (not reached from `lstm_cell`, which takes this path for f32).
-    let c = <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_cast(
-        t.to_contiguous(),
-        burn::tensor::FloatDType::F32,
-    );
+    // Another layout or dtype (not reached from `lstm_sequence`, which takes this path for f32).
+    let c = Flex::float_cast(t.to_contiguous(), burn::tensor::FloatDType::F32);
     Cow::Owned(c.as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default())
 }
 
@@ -71,79 +73,136 @@ fn tensor(v: Vec<f32>, shape: [usize; 2]) -> FloatTensor<Flex> {
     FloatTensor::<Flex>::from_data(TensorData::new(v, Shape::new(shape)))
 }
 
-/// The activated gates of one unit: `(i, f, g, o)`.
-#[inline(always)]
-fn gates(xz: &[f32], hz: &[f32], h: usize, j: usize) -> (f32, f32, f32, f32) {
-    (
-        sigmoid_approx(xz[j] + hz[j]),
-        sigmoid_approx(xz[h + j] + hz[h + j]),
-        tanh_approx(xz[2 * h + j] + hz[2 * h + j]),
-        sigmoid_approx(xz[3 * h + j] + hz[3 * h + j]),
-    )
+/// `a · b` for row-major `a` `[m, k]` with flex's matrix product (its gemm kernels).
+fn matmul(a: Vec<f32>, m: usize, k: usize, b: &FloatTensor<Flex>) -> Vec<f32> {
+    let p = Flex::float_matmul(tensor(a, [m, k]), b.clone());
+    values(&p).into_owned()
 }
 
-impl LstmCellBackend for Flex {
-    fn lstm_cell(
+/// `(T, n, H)` of a sequence: `rows = T·n` rows of pre-activations, `hc0` `[n, 2H]`.
+fn sizes(rows: usize, hc0: &FloatTensor<Flex>) -> (usize, usize, usize) {
+    let dims = hc0.layout().shape();
+    let (n, h) = (dims[0], dims[1] / 2);
+    (rows.checked_div(n).unwrap_or(0), n, h)
+}
+
+impl LstmSequenceBackend for Flex {
+    fn lstm_sequence(
         xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        let dims = hc.layout().shape().clone();
-        let (n, h) = (dims[0], dims[1] / 2);
-        let (xz, hz, hc) = (values(&xz), values(&hz), values(&hc));
-        let mut out = vec![0f32; n * 2 * h];
-        for r in 0..n {
-            let (xz, hz) = (&xz[r * 4 * h..][..4 * h], &hz[r * 4 * h..][..4 * h]);
-            let c_prev = &hc[r * 2 * h + h..][..h];
-            let (ho, co) = out[r * 2 * h..][..2 * h].split_at_mut(h);
-            for j in 0..h {
-                let (i, f, g, o) = gates(xz, hz, h, j);
-                let c = f * c_prev[j] + i * g;
-                co[j] = c;
-                ho[j] = o * tanh_approx(c);
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (t, n, h) = sizes(xz.layout().shape()[0], &hc0);
+        let (xz, hc0) = (values(&xz), values(&hc0));
+        let mut hs = vec![0f32; t * n * 2 * h];
+        let mut acts = vec![0f32; t * n * 4 * h];
+        // The previous step's h (`[n, H]`, the left side of the next hidden product) and c.
+        let mut h_prev: Vec<f32> = hc0.chunks_exact(2 * h).flat_map(|r| &r[..h]).copied().collect();
+        let mut c_prev: Vec<f32> = hc0.chunks_exact(2 * h).flat_map(|r| &r[h..]).copied().collect();
+        for s in 0..t {
+            let hz = matmul(std::mem::take(&mut h_prev), n, h, &w_hh);
+            let step = s * n;
+            for r in 0..n {
+                let xz = &xz[(step + r) * 4 * h..][..4 * h];
+                let hz = &hz[r * 4 * h..][..4 * h];
+                let a = &mut acts[(step + r) * 4 * h..][..4 * h];
+                let (ho, co) = hs[(step + r) * 2 * h..][..2 * h].split_at_mut(h);
+                let cp = &c_prev[r * h..][..h];
+                for j in 0..h {
+                    let i = sigmoid_approx(xz[j] + hz[j]);
+                    let f = sigmoid_approx(xz[h + j] + hz[h + j]);
+                    let g = tanh_approx(xz[2 * h + j] + hz[2 * h + j]);
+                    let o = sigmoid_approx(xz[3 * h + j] + hz[3 * h + j]);
+                    (a[j], a[h + j], a[2 * h + j], a[3 * h + j]) = (i, f, g, o);
+                    let c = f * cp[j] + i * g;
+                    co[j] = c;
+                    ho[j] = o * tanh_approx(c);
+                }
             }
+            let rows = &hs[step * 2 * h..(step + n) * 2 * h];
+            h_prev = rows.chunks_exact(2 * h).flat_map(|r| &r[..h]).copied().collect();
+            c_prev = rows.chunks_exact(2 * h).flat_map(|r| &r[h..]).copied().collect();
         }
-        tensor(out, [n, 2 * h])
+        (tensor(hs, [t * n, 2 * h]), tensor(acts, [t * n, 4 * h]))
     }
 
-    fn lstm_cell_backward(
-        xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
+    fn lstm_sequence_backward(
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
+        hs: FloatTensor<Self>,
+        gates: FloatTensor<Self>,
         grad: FloatTensor<Self>,
-    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let dims = hc.layout().shape().clone();
-        let (n, h) = (dims[0], dims[1] / 2);
-        let (xz, hz, hc, grad) = (values(&xz), values(&hz), values(&hc), values(&grad));
-        let mut dz = vec![0f32; n * 4 * h];
-        let mut dhc = vec![0f32; n * 2 * h];
-        for r in 0..n {
-            let (xz, hz) = (&xz[r * 4 * h..][..4 * h], &hz[r * 4 * h..][..4 * h]);
-            let c_prev = &hc[r * 2 * h + h..][..h];
-            let (gh, gc) = grad[r * 2 * h..][..2 * h].split_at(h);
-            let dz = &mut dz[r * 4 * h..][..4 * h];
-            let dc_prev = &mut dhc[r * 2 * h + h..][..h];
-            for j in 0..h {
-                let (i, f, g, o) = gates(xz, hz, h, j);
-                let tc = tanh_approx(f * c_prev[j] + i * g);
-                // The cell's gradient: through h' = o·tanh(c') and directly through c'.
-                let dc = gc[j] + gh[j] * o * (1.0 - tc * tc);
-                dz[j] = dc * g * i * (1.0 - i);
-                dz[h + j] = dc * c_prev[j] * f * (1.0 - f);
-                dz[2 * h + j] = dc * i * (1.0 - g * g);
-                dz[3 * h + j] = gh[j] * tc * o * (1.0 - o);
-                dc_prev[j] = dc * f;
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let (t, n, h) = sizes(hs.layout().shape()[0], &hc0);
+        let w_t = Flex::float_transpose(w_hh);
+        let (hc0, hs, acts, grad) = (values(&hc0), values(&hs), values(&gates), values(&grad));
+        // The state of step `s - 1`'s row `r` (the initial state for `s = 0`).
+        let prev = |s: usize, r: usize| -> &[f32] {
+            if s == 0 {
+                &hc0[r * 2 * h..][..2 * h]
+            } else {
+                &hs[((s - 1) * n + r) * 2 * h..][..2 * h]
             }
+        };
+        let mut dz = vec![0f32; t * n * 4 * h];
+        // The gradients reaching step s's h and c from step s + 1.
+        let mut dh_next = vec![0f32; n * h];
+        let mut dc_next = vec![0f32; n * h];
+        for s in (0..t).rev() {
+            let step = s * n;
+            for r in 0..n {
+                let a = &acts[(step + r) * 4 * h..][..4 * h];
+                let c = &hs[(step + r) * 2 * h + h..][..h];
+                let (gh, gc) = grad[(step + r) * 2 * h..][..2 * h].split_at(h);
+                let c_prev = &prev(s, r)[h..];
+                let d = &mut dz[(step + r) * 4 * h..][..4 * h];
+                let (dh_in, dc_in) = (&dh_next[r * h..][..h], &mut dc_next[r * h..][..h]);
+                for j in 0..h {
+                    let (i, f, g, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
+                    let tc = tanh_approx(c[j]);
+                    let dh = gh[j] + dh_in[j];
+                    // The cell's gradient: through h = o·tanh(c), directly, and from step s + 1.
+                    let dc = gc[j] + dc_in[j] + dh * o * (1.0 - tc * tc);
+                    d[j] = dc * g * i * (1.0 - i);
+                    d[h + j] = dc * c_prev[j] * f * (1.0 - f);
+                    d[2 * h + j] = dc * i * (1.0 - g * g);
+                    d[3 * h + j] = dh * tc * o * (1.0 - o);
+                    dc_in[j] = dc * f;
+                }
+            }
+            let d = dz[step * 4 * h..(step + n) * 4 * h].to_vec();
+            dh_next = matmul(d, n, 4 * h, &w_t);
         }
-        (tensor(dz, [n, 4 * h]), tensor(dhc, [n, 2 * h]))
+        // The hidden weights' gradient over all steps: [h of step s - 1]ᵀ · dz.
+        let h_prev: Vec<f32> = (0..t)
+            .flat_map(|s| (0..n).map(move |r| (s, r)))
+            .flat_map(|(s, r)| &prev(s, r)[..h])
+            .copied()
+            .collect();
+        let h_prev_t = Flex::float_transpose(tensor(h_prev, [t * n, h]));
+        let dz = tensor(dz, [t * n, 4 * h]);
+        let dw = Flex::float_matmul(h_prev_t, dz.clone());
+        let dhc0: Vec<f32> = dh_next
+            .chunks_exact(h)
+            .zip(dc_next.chunks_exact(h))
+            .flat_map(|(a, b)| a.iter().chain(b))
+            .copied()
+            .collect();
+        (dz, dw, tensor(dhc0, [n, 2 * h]))
     }
 }
 
 #[derive(Debug)]
-struct LstmCellGrad;
+struct LstmSequenceGrad;
 
-impl<B: Backend + LstmCellBackend> Backward<B, 3> for LstmCellGrad {
-    type State = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+impl<B: Backend + LstmSequenceBackend> Backward<B, 3> for LstmSequenceGrad {
+    /// `(w_hh, hc0, hs, gates)`.
+    type State = (
+        FloatTensor<B>,
+        FloatTensor<B>,
+        FloatTensor<B>,
+        FloatTensor<B>,
+    );
 
     fn backward(
         self,
@@ -152,70 +211,72 @@ impl<B: Backend + LstmCellBackend> Backward<B, 3> for LstmCellGrad {
         _checkpointer: &mut Checkpointer,
     ) {
         let grad = grads.consume::<B>(&ops.node);
-        let (xz, hz, hc) = ops.state;
-        let (dz, dhc) = B::lstm_cell_backward(xz, hz, hc, grad);
-        let [p_xz, p_hz, p_hc] = ops.parents;
-        if let Some(p) = p_xz {
-            grads.register::<B>(p.id, dz.clone());
-        }
-        if let Some(p) = p_hz {
-            grads.register::<B>(p.id, dz);
-        }
-        if let Some(p) = p_hc {
-            grads.register::<B>(p.id, dhc);
+        let (w_hh, hc0, hs, gates) = ops.state;
+        let (dxz, dw, dhc0) = B::lstm_sequence_backward(w_hh, hc0, hs, gates, grad);
+        let [p_xz, p_w, p_hc0] = ops.parents;
+        for (p, g) in [(p_xz, dxz), (p_w, dw), (p_hc0, dhc0)] {
+            if let Some(p) = p {
+                grads.register::<B>(p.id, g);
+            }
         }
     }
 }
 
-impl<B: Backend + LstmCellBackend, C: CheckpointStrategy> LstmCellBackend for Autodiff<B, C> {
-    fn lstm_cell(
+impl<B: Backend + LstmSequenceBackend, C: CheckpointStrategy> LstmSequenceBackend
+    for Autodiff<B, C>
+{
+    fn lstm_sequence(
         xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        match LstmCellGrad
-            .prepare::<C>([xz.node(), hz.node(), hc.node()])
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        match LstmSequenceGrad
+            .prepare::<C>([xz.node(), w_hh.node(), hc0.node()])
             .compute_bound()
             .stateful()
         {
             OpsKind::Tracked(prep) => {
-                let (xz, hz, hc) = (
-                    xz.into_primitive(),
-                    hz.into_primitive(),
-                    hc.into_primitive(),
-                );
-                let out = B::lstm_cell(xz.clone(), hz.clone(), hc.clone());
-                prep.finish((xz, hz, hc), out)
+                let (w_hh, hc0) = (w_hh.into_primitive(), hc0.into_primitive());
+                let (hs, gates) = B::lstm_sequence(xz.into_primitive(), w_hh.clone(), hc0.clone());
+                let state = (w_hh, hc0, hs.clone(), gates.clone());
+                (prep.finish(state, hs), Self::from_inner(gates))
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::lstm_cell(
-                xz.into_primitive(),
-                hz.into_primitive(),
-                hc.into_primitive(),
-            )),
+            OpsKind::UnTracked(prep) => {
+                let (hs, gates) = B::lstm_sequence(
+                    xz.into_primitive(),
+                    w_hh.into_primitive(),
+                    hc0.into_primitive(),
+                );
+                (prep.finish(hs), Self::from_inner(gates))
+            }
         }
     }
 
-    fn lstm_cell_backward(
-        xz: FloatTensor<Self>,
-        hz: FloatTensor<Self>,
-        hc: FloatTensor<Self>,
+    fn lstm_sequence_backward(
+        w_hh: FloatTensor<Self>,
+        hc0: FloatTensor<Self>,
+        hs: FloatTensor<Self>,
+        gates: FloatTensor<Self>,
         grad: FloatTensor<Self>,
-    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
         // Only called inside a backward pass, on the inner backend; here it is a constant.
-        let (dz, dhc) = B::lstm_cell_backward(
-            xz.into_primitive(),
-            hz.into_primitive(),
-            hc.into_primitive(),
+        let (a, b, c) = B::lstm_sequence_backward(
+            w_hh.into_primitive(),
+            hc0.into_primitive(),
+            hs.into_primitive(),
+            gates.into_primitive(),
             grad.into_primitive(),
         );
-        (Self::from_inner(dz), Self::from_inner(dhc))
+        (Self::from_inner(a), Self::from_inner(b), Self::from_inner(c))
     }
 }
 
-/// The gate math with burn's ops (any backend, any dtype; its own autodiff backward).
-fn lstm_cell_composed(xz: Tensor<2>, hz: Tensor<2>, hc: Tensor<2>) -> Tensor<2> {
+/// One LSTM step's gate math with burn's ops (any backend, any dtype; its own autodiff
+/// backward): `[h', c']` (`[n, 2H]`) from the step's pre-activations `z` (`[n, 4H]`, input and
+/// hidden products and biases) and the previous `[h, c]`: `c' = σ(f)·c + σ(i)·tanh(g)`,
+/// `h' = σ(o)·tanh(c')`.
+fn lstm_cell_composed(z: Tensor<2>, hc: Tensor<2>) -> Tensor<2> {
     let h = hc.dims()[1] / 2;
-    let z = xz + hz;
     let gate = |k: usize| z.clone().narrow(1, k * h, h);
     let (i, f, g, o) = (
         sigmoid(gate(0)),
@@ -228,23 +289,42 @@ fn lstm_cell_composed(xz: Tensor<2>, hz: Tensor<2>, hc: Tensor<2>) -> Tensor<2> 
     Tensor::cat(vec![h_new, c], 1)
 }
 
+/// [`lstm_sequence`] with burn's ops, one step at a time.
+fn lstm_sequence_composed(xz: Tensor<2>, w_hh: Tensor<2>, hc0: Tensor<2>) -> Tensor<2> {
+    let [n, h2] = hc0.dims();
+    let (t, h) = (xz.dims()[0].checked_div(n).unwrap_or(0), h2 / 2);
+    let mut hc = hc0;
+    let mut steps = Vec::with_capacity(t);
+    for s in 0..t {
+        let z = xz.clone().narrow(0, s * n, n) + hc.clone().narrow(1, 0, h).matmul(w_hh.clone());
+        hc = lstm_cell_composed(z, hc);
+        steps.push(hc.clone());
+    }
+    if steps.is_empty() {
+        return Tensor::zeros([0, h2], &xz.device());
+    }
+    Tensor::cat(steps, 0)
+}
+
 fn on_flex_f32(t: &Tensor<2>) -> bool {
     t.dtype() == DType::F32 && t.device().inner() == Device::flex()
 }
 
-/// One LSTM step's gate math, `[h', c']` (`[n, 2H]`) from the input- and hidden-side
-/// pre-activations `xz`, `hz` (`[n, 4H]`, gate blocks input, forget, cell, output, biases
-/// included) and the previous `[h, c]`: `c' = σ(f)·c + σ(i)·tanh(g)`, `h' = σ(o)·tanh(c')`.
-/// On flex one fused op with its own backward; elsewhere burn's ops.
-pub fn lstm_cell(xz: Tensor<2>, hz: Tensor<2>, hc: Tensor<2>) -> Tensor<2> {
-    if on_flex_f32(&hc) && on_flex_f32(&xz) && on_flex_f32(&hz) {
-        Tensor::from_dispatch(<Dispatch as LstmCellBackend>::lstm_cell(
+/// The LSTM recurrence over `T` steps of `n` rows: every step's `[h, c]` (`[T·n, 2H]`,
+/// time-major) from the input-side pre-activations `xz` (`[T·n, 4H]`, time-major, biases
+/// included; gate blocks input, forget, cell, output), the hidden weights `w_hh` (`[H, 4H]`)
+/// and the initial `[h, c]` (`[n, 2H]`). On flex one op with its own backward; elsewhere
+/// burn's ops, step by step.
+pub fn lstm_sequence(xz: Tensor<2>, w_hh: Tensor<2>, hc0: Tensor<2>) -> Tensor<2> {
+    if on_flex_f32(&xz) && on_flex_f32(&w_hh) && on_flex_f32(&hc0) {
+        let (hs, _gates) = <Dispatch as LstmSequenceBackend>::lstm_sequence(
             xz.into_dispatch(),
-            hz.into_dispatch(),
-            hc.into_dispatch(),
-        ))
+            w_hh.into_dispatch(),
+            hc0.into_dispatch(),
+        );
+        Tensor::from_dispatch(hs)
     } else {
-        lstm_cell_composed(xz, hz, hc)
+        lstm_sequence_composed(xz, w_hh, hc0)
     }
 }
 
@@ -301,7 +381,8 @@ fn fused_weights(lstm: &Lstm) -> Option<(Tensor<2>, Tensor<2>, Option<Tensor<1>>
 /// the final state, fused as the module documentation says when [`fusable`], burn's own
 /// forward otherwise. Same parameters and the same function (to float rounding).
 pub fn lstm_forward(lstm: &Lstm, x: Tensor<3>, state: LstmState<2>) -> (Tensor<3>, LstmState<2>) {
-    let weights = if fusable(lstm) {
+    let [n, t, d] = x.dims();
+    let weights = if fusable(lstm) && t > 0 {
         fused_weights(lstm)
     } else {
         None
@@ -309,22 +390,17 @@ pub fn lstm_forward(lstm: &Lstm, x: Tensor<3>, state: LstmState<2>) -> (Tensor<3
     let Some((w_ih, w_hh, bias)) = weights else {
         return lstm.forward(x, Some(state));
     };
-    let [n, t, d] = x.dims();
     let h = lstm.d_hidden;
     // Time-major, so that each step's rows are one contiguous block.
     let mut xz = x.swap_dims(0, 1).reshape([t * n, d]).matmul(w_ih);
     if let Some(b) = bias {
         xz = xz + b.unsqueeze_dim(0);
     }
-    let mut hc = Tensor::cat(vec![state.hidden, state.cell], 1);
-    let mut outs = Vec::with_capacity(t);
-    for s in 0..t {
-        let hz = hc.clone().narrow(1, 0, h).matmul(w_hh.clone());
-        hc = lstm_cell(xz.clone().narrow(0, s * n, n), hz, hc);
-        outs.push(hc.clone());
-    }
-    let out = Tensor::stack::<3>(outs, 1).narrow(2, 0, h);
-    let final_state = LstmState::new(hc.clone().narrow(1, h, h), hc.narrow(1, 0, h));
+    let hc0 = Tensor::cat(vec![state.hidden, state.cell], 1);
+    let hs = lstm_sequence(xz, w_hh, hc0);
+    let out = hs.clone().reshape([t, n, 2 * h]).narrow(2, 0, h).swap_dims(0, 1);
+    let last = hs.narrow(0, (t - 1) * n, n);
+    let final_state = LstmState::new(last.clone().narrow(1, h, h), last.narrow(1, 0, h));
     (out, final_state)
 }
 
@@ -432,24 +508,26 @@ mod tests {
     }
 
     #[test]
-    fn the_composed_cell_matches_the_fused_one() {
+    fn the_composed_recurrence_matches_the_fused_one() {
         let dev = Device::flex().autodiff();
-        let (n, h) = (3, 4);
-        let mk = |len: usize, seed: u32| {
-            Tensor::<2>::from_data(TensorData::new(det(n * len, seed), [n, len]), &dev)
-                .mul_scalar(2.5)
+        let (t, n, h) = (6, 3, 4);
+        let mk = |rows: usize, cols: usize, seed: u32, scale: f32| {
+            Tensor::<2>::from_data(TensorData::new(det(rows * cols, seed), [rows, cols]), &dev)
+                .mul_scalar(scale)
                 .require_grad()
         };
-        let (xz, hz, hc) = (mk(4 * h, 1), mk(4 * h, 2), mk(2 * h, 3));
-        let w = Tensor::<2>::from_data(TensorData::new(det(n * 2 * h, 4), [n, 2 * h]), &dev);
-        let a = lstm_cell(xz.clone(), hz.clone(), hc.clone());
-        let b = lstm_cell_composed(xz.clone(), hz.clone(), hc.clone());
-        assert_close(&flat2(a.clone()), &flat2(b.clone()), 1e-6, "cell outputs");
+        // Pre-activations up to ±2.5 and weights up to ±0.8: saturated and linear gates both.
+        let (xz, w_hh, hc0) = (mk(t * n, 4 * h, 1, 2.5), mk(h, 4 * h, 2, 0.8), mk(n, 2 * h, 3, 1.5));
+        let w = Tensor::<2>::from_data(TensorData::new(det(t * n * 2 * h, 4), [t * n, 2 * h]), &dev);
+        let a = lstm_sequence(xz.clone(), w_hh.clone(), hc0.clone());
+        let b = lstm_sequence_composed(xz.clone(), w_hh.clone(), hc0.clone());
+        assert_eq!(a.dims(), [t * n, 2 * h]);
+        assert_close(&flat2(a.clone()), &flat2(b.clone()), 1e-5, "states");
         let ga = (a * w.clone()).sum().backward();
         let gb = (b * w).sum().backward();
-        for (k, p) in [&xz, &hz, &hc].into_iter().enumerate() {
+        for (k, p) in [&xz, &w_hh, &hc0].into_iter().enumerate() {
             let (x, y) = (flat2(p.grad(&ga).unwrap()), flat2(p.grad(&gb).unwrap()));
-            assert_close(&x, &y, 1e-6, &format!("cell gradient {k}"));
+            assert_close(&x, &y, 1e-5, &format!("gradient {k}"));
         }
     }
 
