@@ -97,8 +97,16 @@ impl LstmSequenceBackend for Flex {
         let mut hs = vec![0f32; t * n * 2 * h];
         let mut acts = vec![0f32; t * n * 4 * h];
         // The previous step's h (`[n, H]`, the left side of the next hidden product) and c.
-        let mut h_prev: Vec<f32> = hc0.chunks_exact(2 * h).flat_map(|r| &r[..h]).copied().collect();
-        let mut c_prev: Vec<f32> = hc0.chunks_exact(2 * h).flat_map(|r| &r[h..]).copied().collect();
+        let mut h_prev: Vec<f32> = hc0
+            .chunks_exact(2 * h)
+            .flat_map(|r| &r[..h])
+            .copied()
+            .collect();
+        let mut c_prev: Vec<f32> = hc0
+            .chunks_exact(2 * h)
+            .flat_map(|r| &r[h..])
+            .copied()
+            .collect();
         for s in 0..t {
             let hz = matmul(std::mem::take(&mut h_prev), n, h, &w_hh);
             let step = s * n;
@@ -108,20 +116,40 @@ impl LstmSequenceBackend for Flex {
                 let a = &mut acts[(step + r) * 4 * h..][..4 * h];
                 let (ho, co) = hs[(step + r) * 2 * h..][..2 * h].split_at_mut(h);
                 let cp = &c_prev[r * h..][..h];
+                // Gate by gate over contiguous blocks of equal length, so the loops vectorize.
+                for ((a, x), z) in a.iter_mut().zip(xz).zip(hz) {
+                    *a = x + z;
+                }
+                let (a_if, a_go) = a.split_at_mut(2 * h);
+                let (ag, ao) = a_go.split_at_mut(h);
+                for v in a_if.iter_mut() {
+                    *v = sigmoid_approx(*v);
+                }
+                for v in ao.iter_mut() {
+                    *v = sigmoid_approx(*v);
+                }
+                for v in ag.iter_mut() {
+                    *v = tanh_approx(*v);
+                }
+                let (ai, af) = a_if.split_at(h);
                 for j in 0..h {
-                    let i = sigmoid_approx(xz[j] + hz[j]);
-                    let f = sigmoid_approx(xz[h + j] + hz[h + j]);
-                    let g = tanh_approx(xz[2 * h + j] + hz[2 * h + j]);
-                    let o = sigmoid_approx(xz[3 * h + j] + hz[3 * h + j]);
-                    (a[j], a[h + j], a[2 * h + j], a[3 * h + j]) = (i, f, g, o);
-                    let c = f * cp[j] + i * g;
-                    co[j] = c;
-                    ho[j] = o * tanh_approx(c);
+                    co[j] = af[j] * cp[j] + ai[j] * ag[j];
+                }
+                for j in 0..h {
+                    ho[j] = ao[j] * tanh_approx(co[j]);
                 }
             }
             let rows = &hs[step * 2 * h..(step + n) * 2 * h];
-            h_prev = rows.chunks_exact(2 * h).flat_map(|r| &r[..h]).copied().collect();
-            c_prev = rows.chunks_exact(2 * h).flat_map(|r| &r[h..]).copied().collect();
+            h_prev = rows
+                .chunks_exact(2 * h)
+                .flat_map(|r| &r[..h])
+                .copied()
+                .collect();
+            c_prev = rows
+                .chunks_exact(2 * h)
+                .flat_map(|r| &r[h..])
+                .copied()
+                .collect();
         }
         (tensor(hs, [t * n, 2 * h]), tensor(acts, [t * n, 4 * h]))
     }
@@ -157,16 +185,23 @@ impl LstmSequenceBackend for Flex {
                 let c_prev = &prev(s, r)[h..];
                 let d = &mut dz[(step + r) * 4 * h..][..4 * h];
                 let (dh_in, dc_in) = (&dh_next[r * h..][..h], &mut dc_next[r * h..][..h]);
+                // Each gate's block as its own slice of length H, so the loop vectorizes.
+                let (ai, a) = a.split_at(h);
+                let (af, a) = a.split_at(h);
+                let (ag, ao) = a.split_at(h);
+                let (di, d) = d.split_at_mut(h);
+                let (df, d) = d.split_at_mut(h);
+                let (dg, d_o) = d.split_at_mut(h);
                 for j in 0..h {
-                    let (i, f, g, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
+                    let (i, f, g, o) = (ai[j], af[j], ag[j], ao[j]);
                     let tc = tanh_approx(c[j]);
                     let dh = gh[j] + dh_in[j];
                     // The cell's gradient: through h = o·tanh(c), directly, and from step s + 1.
                     let dc = gc[j] + dc_in[j] + dh * o * (1.0 - tc * tc);
-                    d[j] = dc * g * i * (1.0 - i);
-                    d[h + j] = dc * c_prev[j] * f * (1.0 - f);
-                    d[2 * h + j] = dc * i * (1.0 - g * g);
-                    d[3 * h + j] = dh * tc * o * (1.0 - o);
+                    di[j] = dc * g * i * (1.0 - i);
+                    df[j] = dc * c_prev[j] * f * (1.0 - f);
+                    dg[j] = dc * i * (1.0 - g * g);
+                    d_o[j] = dh * tc * o * (1.0 - o);
                     dc_in[j] = dc * f;
                 }
             }
@@ -267,7 +302,11 @@ impl<B: Backend + LstmSequenceBackend, C: CheckpointStrategy> LstmSequenceBacken
             gates.into_primitive(),
             grad.into_primitive(),
         );
-        (Self::from_inner(a), Self::from_inner(b), Self::from_inner(c))
+        (
+            Self::from_inner(a),
+            Self::from_inner(b),
+            Self::from_inner(c),
+        )
     }
 }
 
@@ -398,7 +437,11 @@ pub fn lstm_forward(lstm: &Lstm, x: Tensor<3>, state: LstmState<2>) -> (Tensor<3
     }
     let hc0 = Tensor::cat(vec![state.hidden, state.cell], 1);
     let hs = lstm_sequence(xz, w_hh, hc0);
-    let out = hs.clone().reshape([t, n, 2 * h]).narrow(2, 0, h).swap_dims(0, 1);
+    let out = hs
+        .clone()
+        .reshape([t, n, 2 * h])
+        .narrow(2, 0, h)
+        .swap_dims(0, 1);
     let last = hs.narrow(0, (t - 1) * n, n);
     let final_state = LstmState::new(last.clone().narrow(1, h, h), last.narrow(1, 0, h));
     (out, final_state)
@@ -517,8 +560,13 @@ mod tests {
                 .require_grad()
         };
         // Pre-activations up to ±2.5 and weights up to ±0.8: saturated and linear gates both.
-        let (xz, w_hh, hc0) = (mk(t * n, 4 * h, 1, 2.5), mk(h, 4 * h, 2, 0.8), mk(n, 2 * h, 3, 1.5));
-        let w = Tensor::<2>::from_data(TensorData::new(det(t * n * 2 * h, 4), [t * n, 2 * h]), &dev);
+        let (xz, w_hh, hc0) = (
+            mk(t * n, 4 * h, 1, 2.5),
+            mk(h, 4 * h, 2, 0.8),
+            mk(n, 2 * h, 3, 1.5),
+        );
+        let w =
+            Tensor::<2>::from_data(TensorData::new(det(t * n * 2 * h, 4), [t * n, 2 * h]), &dev);
         let a = lstm_sequence(xz.clone(), w_hh.clone(), hc0.clone());
         let b = lstm_sequence_composed(xz.clone(), w_hh.clone(), hc0.clone());
         assert_eq!(a.dims(), [t * n, 2 * h]);
