@@ -1,9 +1,9 @@
 //! `cargo xtask <task>`:
 //! - `bench [--quick] [--peer sb3|rllib|all]`: learning benchmarks (wall-clock, steps/s,
 //!   rollout/update split, final return), report in `target/bench/report.{md,json}`; `--peer`
-//!   runs the same settings in stable-baselines3 / sb3-contrib or RLlib (ray[rllib], new API
-//!   stack: the multi-agent cases), each in its own venv under `target/` (never in CI), side by
-//!   side.
+//!   runs the same settings in stable-baselines3 / sb3-contrib and/or RLlib (ray[rllib], new
+//!   API stack: PPO, DQN and SAC on CartPole/Pendulum and the multi-agent case), each in its own
+//!   venv under `target/` (never in CI), a column group per peer in the same report.
 //! - `learn [--kernels avx2,avx512] [--ci] [--filter S1,S2]`: the learning tests (with the `#[ignore]`d
 //!   ones) per kernel level, merged into `docs/learning-results.md` as each binary finishes;
 //!   `learn --merge-logs DIR` records what a killed run had finished.
@@ -81,15 +81,14 @@ struct Case {
     sb3: &'static str,
     /// `--set` overrides of the config.
     overrides: &'static [&'static str],
-    /// Which peer library runs the case (`sb3` names the case in its script).
-    peer: Peer,
+    /// The peer libraries that run the case (`sb3` names the case in their scripts); empty
+    /// where none has the algorithm (PPG, the evolution methods) or the setting.
+    peers: &'static [Peer],
 }
 
-/// The library a case is compared with.
+/// A library a case is compared with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Peer {
-    /// None has the algorithm (PPG).
-    None,
     /// stable-baselines3 / sb3-contrib.
     Sb3,
     /// RLlib, new API stack.
@@ -99,7 +98,6 @@ enum Peer {
 impl Peer {
     fn label(self) -> &'static str {
         match self {
-            Peer::None => "–",
             Peer::Sb3 => "SB3",
             Peer::Rllib => "RLlib",
         }
@@ -114,7 +112,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1, 2] },
             sb3: "cartpole",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3, Peer::Rllib],
         },
         Case {
             name: "PPO Pendulum-v1 200k",
@@ -122,7 +120,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "pendulum",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3, Peer::Rllib],
         },
         Case {
             name: "DQN CartPole-v1 50k (zoo)",
@@ -130,7 +128,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "dqn_cartpole",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3, Peer::Rllib],
         },
         Case {
             name: "SAC Pendulum-v1 20k",
@@ -138,7 +136,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "sac_pendulum",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3],
         },
         Case {
             name: "A2C CartPole-v1 100k (zoo)",
@@ -146,7 +144,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: if quick { vec![0] } else { vec![0, 1] },
             sb3: "a2c_cartpole",
             overrides: &["total_timesteps=100000"],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3],
         },
         Case {
             name: "TRPO CartPole-v1 100k (zoo)",
@@ -154,7 +152,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "trpo_cartpole",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3],
         },
         Case {
             name: "Recurrent PPO CartPoleNoVel-v1 200k (zoo)",
@@ -162,7 +160,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "recurrent_ppo_cartpole_novel",
             overrides: &[],
-            peer: Peer::Sb3,
+            peers: &[Peer::Sb3],
         },
         Case {
             name: "Recurrent PPO PendulumNoVel-v1 300k (zoo, gSDE)",
@@ -172,7 +170,7 @@ fn cases(quick: bool) -> Vec<Case> {
             overrides: &[],
             // sb3-contrib needs well over 10 min for this one here; run it by hand with
             // `python` on the script's `recurrent_ppo_pendulum_novel` case when wanted.
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "IMPALA CartPole-v1 1M, async, 1 runner × 8 envs",
@@ -183,7 +181,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.lockstep=false",
                 "algo_kwargs.num_env_runners=1",
             ],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "IMPALA CartPole-v1 1M, async, 2 runners × 8 envs",
@@ -191,7 +189,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "impala_cartpole_r2",
             overrides: &["algo_kwargs.lockstep=false"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "IMPALA CartPole-v1 1M, lockstep, 2 runners × 8 envs",
@@ -199,7 +197,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "impala_cartpole_lockstep",
             overrides: &[],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "APPO CartPole-v1 1M, async, 1 runner × 8 envs",
@@ -210,7 +208,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.lockstep=false",
                 "algo_kwargs.num_env_runners=1",
             ],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "APPO CartPole-v1 1M, async, 2 runners × 8 envs",
@@ -218,7 +216,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "appo_cartpole_r2",
             overrides: &["algo_kwargs.lockstep=false"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "PPO CartPole-v1 1M, synchronous, 8 envs × 128 steps, 4 epochs of 256 (APPO's network, batch and steps per update)",
@@ -232,7 +230,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.batch_size=256",
                 "algo_kwargs.n_epochs=4",
             ],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "PPO CartPole-v1 1M, synchronous, 8 envs × 20 steps, 1 epoch of 160 (IMPALA's network, batch and steps per update)",
@@ -246,7 +244,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 "algo_kwargs.batch_size=160",
                 "algo_kwargs.n_epochs=1",
             ],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 1 worker",
@@ -255,7 +253,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "es_cartpole_w1",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "OpenAI-ES CartPole-v1 10M steps (pop 64), 2 workers",
@@ -264,7 +262,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "es_cartpole_w2",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "ARS Pendulum-v1 10M steps, 1 worker",
@@ -273,7 +271,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "ars_pendulum_w1",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=1", "total_timesteps=10000000"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "ARS Pendulum-v1 10M steps, 2 workers",
@@ -282,7 +280,7 @@ fn cases(quick: bool) -> Vec<Case> {
             sb3: "ars_pendulum_w2",
             // Long enough that start-up (envs, the noise table) does not count.
             overrides: &["algo_kwargs.num_workers=2", "total_timesteps=10000000"],
-            peer: Peer::None,
+            peers: &[],
         },
         Case {
             name: "PPO MultiAgentCartPole 2 agents, 200k env steps, a policy each (zoo CartPole settings)",
@@ -290,7 +288,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "ma_ppo_cartpole",
             overrides: &["total_timesteps=200000"],
-            peer: Peer::Rllib,
+            peers: &[Peer::Rllib],
         },
         Case {
             name: "PPG CartPole-v1 200k (seed table)",
@@ -298,7 +296,7 @@ fn cases(quick: bool) -> Vec<Case> {
             seeds: vec![0],
             sb3: "ppg_cartpole",
             overrides: &[],
-            peer: Peer::None,
+            peers: &[],
         },
     ]
 }
@@ -405,40 +403,90 @@ fn sb3_python() -> Result<PathBuf, String> {
     Ok(py)
 }
 
-/// RLlib's side of the multi-agent cases (new API stack): the same env, policies, settings and
-/// budget as the config; one local env runner with 8 envs and a local learner (this machine's
-/// 2 cores). Prints the training seconds and the mean return of the last training episodes
-/// (RLlib's smoothed `episode_return_mean`, the sum over agents; stochastic actions).
+/// RLlib's side (new API stack, torch): the same env, network, settings and budget as the
+/// config, one local env runner with the config's envs and a local learner (this machine's 2
+/// cores). Prints the training seconds and a return: single-agent cases evaluate 10
+/// deterministic episodes on a separately seeded env, as SB3's `evaluate_policy` and `rl
+/// train`; the multi-agent case prints RLlib's smoothed return of its last training episodes
+/// (`episode_return_mean`, the sum over agents, stochastic actions). What RLlib lacks: gSDE
+/// (PPO Pendulum uses its state-dependent Gaussian) and a linear clip-range schedule (constant).
+/// SAC Pendulum has no RLlib side: RLlib's SAC, one env step and one update per iteration, ran
+/// ~0.4 s per env step on this machine (20k steps: over two hours).
 const RLLIB_SCRIPT: &str = r#"
 import sys, time, json, math
+import numpy as np, torch, gymnasium as gym
 import ray
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
-from ray.tune.registry import register_env
+from ray.rllib.utils.spaces.space_utils import unsquash_action
 case, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-assert case == "ma_ppo_cartpole", case
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-register_env("ma_cartpole", lambda cfg: MultiAgentCartPole(cfg))
-# ppo_multi_agent_cartpole.yaml: 8 envs x 32 steps, one 256-row minibatch, 20 epochs, linear lr
-# from 1e-3, clip 0.2 (RLlib's is constant), no KL penalty, no value clipping, global-norm 0.5.
-cfg = (
-    PPOConfig()
-    .environment("ma_cartpole", env_config={"num_agents": 2})
-    .env_runners(num_env_runners=0, num_envs_per_env_runner=8, rollout_fragment_length=32)
-    .learners(num_learners=0)
-    .training(
-        train_batch_size_per_learner=256, minibatch_size=256, num_epochs=20, gamma=0.98,
-        lambda_=0.8, lr=[[0, 1e-3], [steps, 0.0]], clip_param=0.2, entropy_coeff=0.0,
-        use_kl_loss=False, kl_coeff=0.0, vf_clip_param=float("inf"), grad_clip=0.5,
-        grad_clip_by="global_norm",
+mlp = lambda hidden, act: DefaultModelConfig(fcnet_hiddens=hidden, fcnet_activation=act, vf_share_layers=False)
+env_id = None
+if case == "ma_ppo_cartpole":
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
+    from ray.tune.registry import register_env
+    register_env("ma_cartpole", lambda cfg: MultiAgentCartPole(cfg))
+    # ppo_multi_agent_cartpole.yaml: 8 envs x 32 steps, one 256-row minibatch, 20 epochs, linear
+    # lr from 1e-3, clip 0.2 (RLlib's is constant), no KL penalty, no value clipping, global-norm 0.5.
+    cfg = (
+        PPOConfig()
+        .environment("ma_cartpole", env_config={"num_agents": 2})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=8, rollout_fragment_length=32)
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=256, minibatch_size=256, num_epochs=20, gamma=0.98,
+            lambda_=0.8, lr=[[0, 1e-3], [steps, 0.0]], clip_param=0.2, entropy_coeff=0.0,
+            use_kl_loss=False, kl_coeff=0.0, vf_clip_param=float("inf"), grad_clip=0.5,
+            grad_clip_by="global_norm",
+        )
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
+        .rl_module(model_config=mlp([64, 64], "tanh"))
     )
-    .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
-    .rl_module(model_config=DefaultModelConfig(
-        fcnet_hiddens=[64, 64], fcnet_activation="tanh", vf_share_layers=False))
-    .debugging(seed=seed)
-)
-algo = cfg.build_algo()
+elif case in ("cartpole", "pendulum"):
+    # ppo_cartpole.yaml (rl-zoo: 8 envs x 32 steps, 20 epochs of one 256-row minibatch, linear lr)
+    # and ppo_pendulum.yaml (4 envs x 1024 steps, 10 epochs of 64 rows); SB3's global-norm 0.5.
+    from ray.rllib.algorithms.ppo import PPOConfig
+    cp = case == "cartpole"
+    env_id = "CartPole-v1" if cp else "Pendulum-v1"
+    n_envs, n_steps = (8, 32) if cp else (4, 1024)
+    cfg = (
+        PPOConfig()
+        .environment(env_id)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=n_envs, rollout_fragment_length=n_steps)
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=n_envs * n_steps, minibatch_size=256 if cp else 64,
+            num_epochs=20 if cp else 10, gamma=0.98 if cp else 0.9, lambda_=0.8 if cp else 0.95,
+            lr=[[0, 1e-3], [steps, 0.0]] if cp else 1e-3, clip_param=0.2, entropy_coeff=0.0,
+            use_kl_loss=False, kl_coeff=0.0, vf_clip_param=float("inf"), grad_clip=0.5,
+            grad_clip_by="global_norm",
+        )
+        .rl_module(model_config=mlp([64, 64], "tanh"))
+    )
+elif case == "dqn_cartpole":
+    # dqn_cartpole.yaml (rl-zoo): 256 env steps then 128 updates of 64 rows (replay ratio 32),
+    # hard target updates every 10 env steps, epsilon 1 -> 0.04 over 8k steps, no double/dueling.
+    from ray.rllib.algorithms.dqn import DQNConfig
+    env_id = "CartPole-v1"
+    cfg = (
+        DQNConfig()
+        .environment(env_id)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1, rollout_fragment_length=256)
+        .learners(num_learners=0)
+        .training(
+            lr=2.3e-3, train_batch_size_per_learner=64, gamma=0.99, n_step=1, double_q=False,
+            dueling=False, num_atoms=1, training_intensity=32, target_network_update_freq=10,
+            tau=1.0, num_steps_sampled_before_learning_starts=1000, epsilon=[[0, 1.0], [8000, 0.04]],
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 100_000},
+            grad_clip=10.0, grad_clip_by="global_norm", td_error_loss_fn="huber",
+        )
+        .rl_module(model_config=mlp([256, 256], "relu"))
+    )
+else:
+    raise SystemExit(f"no RLlib script for {case}")
+algo = cfg.debugging(seed=seed).build_algo()
 t = time.time()
 sampled, ret = 0, float("nan")
 while sampled < steps:
@@ -447,6 +495,25 @@ while sampled < steps:
     m = r.get("episode_return_mean", float("nan"))
     ret = ret if math.isnan(m) else m
 secs = time.time() - t
+if env_id is not None:
+    module, env, rets = algo.get_module(), gym.make(env_id), []
+    dist_cls = module.get_inference_action_dist_cls()
+    for ep in range(10):
+        obs, _ = env.reset(seed=seed + 1000 + ep)
+        done, total = False, 0.0
+        while not done:
+            with torch.no_grad():
+                out = module.forward_inference({Columns.OBS: torch.as_tensor(obs[None], dtype=torch.float32)})
+            if Columns.ACTIONS in out:  # DQN's module picks the greedy action itself
+                a = out[Columns.ACTIONS][0].numpy()
+            else:
+                a = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic().sample()[0].numpy()
+            if isinstance(env.action_space, gym.spaces.Box):
+                a = unsquash_action(a, env.action_space)  # RLlib's normalize_actions
+            obs, rew, term, trunc, _ = env.step(a)
+            total, done = total + float(rew), term or trunc
+        rets.append(total)
+    ret = float(np.mean(rets))
 print(json.dumps({"train_seconds": secs, "eval_mean_return": ret, "env_steps": sampled}))
 "#;
 
@@ -458,7 +525,11 @@ fn rllib_python() -> Result<PathBuf, String> {
         .status()
         .is_ok_and(|s| s.success())
     {
-        sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        // With the system's packages visible: a torch installed there (SB3's, gigabytes) is
+        // reused; what ray pins differently goes into the venv.
+        sh(Command::new("python3")
+            .args(["-m", "venv", "--system-site-packages"])
+            .arg(&venv))?;
         // RLlib's DreamerV3 imports pillow (its image summaries).
         sh(Command::new(venv.join("bin/pip")).args([
             "install",
@@ -471,15 +542,15 @@ fn rllib_python() -> Result<PathBuf, String> {
     Ok(py)
 }
 
-/// Runs `c` at `seed` in its peer's script: (training seconds, its return).
-fn run_peer(c: &Case, seed: u64, py: &Path, steps: f64) -> Result<(f64, f64), String> {
+/// Runs `c` at `seed` in `peer`'s script: (training seconds, its return).
+fn run_peer(c: &Case, peer: Peer, seed: u64, py: &Path, steps: f64) -> Result<(f64, f64), String> {
     let mut cmd = Command::new(py);
-    match c.peer {
+    match peer {
         Peer::Sb3 => cmd.arg("-c").arg(SB3_SCRIPT),
-        _ => cmd.arg("-c").arg(RLLIB_SCRIPT),
+        Peer::Rllib => cmd.arg("-c").arg(RLLIB_SCRIPT),
     };
     cmd.arg(c.sb3).arg(seed.to_string());
-    if c.peer == Peer::Rllib {
+    if peer == Peer::Rllib {
         cmd.arg(format!("{steps:.0}"));
     }
     let o = sh(cmd.env("OMP_NUM_THREADS", "1"))?;
@@ -740,12 +811,14 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
         git_commit(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let peer = !peers.is_empty();
-    md += if peer {
-        " peer | peer s | peer return | speed-up |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-    } else {
-        "\n|---|---|---|---|---|---|---|---|\n"
-    };
+    // A column group per peer asked for: its seconds, its return and our speed-up.
+    for p in peers {
+        let l = p.label();
+        md += &format!(" {l} s | {l} return | speed-up vs {l} |");
+    }
+    md += "\n|---|---|---|---|---|---|---|---|";
+    md += &"---|---|---|".repeat(peers.len());
+    md += "\n";
     let sb3 = if peers.contains(&Peer::Sb3) {
         Some(sb3_python()?)
     } else {
@@ -805,24 +878,22 @@ fn bench(quick: bool, peers: &[Peer], only: Option<&str>) -> Result<(), String> 
                 c.name,
                 steps / wall
             );
-            // Cases whose algorithm has no peer counterpart (PPG) name none.
-            let py = match c.peer {
-                Peer::Sb3 => sb3.as_ref(),
-                Peer::Rllib => rllib.as_ref(),
-                Peer::None => None,
-            };
-            if let Some(py) = py {
-                let (ps, pr) = run_peer(&c, seed, py, steps)?;
-                md += &format!(
-                    " {} | {ps:.2} | {pr:.1} | {:.2}× |",
-                    c.peer.label(),
-                    ps / wall
-                );
-                row["peer"] = json!(c.peer.label());
-                row["peer_seconds"] = json!(ps);
-                row["peer_final_return"] = json!(pr);
-            } else if peer {
-                md += " – | – | – | – |";
+            for &p in peers {
+                // Cases whose algorithm or setting the peer lacks (PPG) leave its cells empty.
+                let py = match p {
+                    Peer::Sb3 => sb3.as_ref(),
+                    Peer::Rllib => rllib.as_ref(),
+                };
+                match py.filter(|_| c.peers.contains(&p)) {
+                    Some(py) => {
+                        let (ps, pr) = run_peer(&c, p, seed, py, steps)?;
+                        md += &format!(" {ps:.2} | {pr:.1} | {:.2}× |", ps / wall);
+                        let key = p.label().to_lowercase();
+                        row[format!("{key}_seconds")] = json!(ps);
+                        row[format!("{key}_final_return")] = json!(pr);
+                    }
+                    None => md += " – | – | – |",
+                }
             }
             md += "\n";
             println!("{}", row);

@@ -7,7 +7,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub enum Schedule {
     /// Always the same.
     Constant(f64),
-    /// SB3's `lin_<v>`: `v * progress_remaining` (from `v` at the start to 0 at the end).
+    /// SB3's `lin_<v>`: `v * progress_remaining` (from `v` at the start to 0 at the end, and 0
+    /// past the end, where SB3's would turn negative).
     Linear(f64),
     /// RLlib's `[[t, v], …]`: linear interpolation in env steps, held constant past the ends.
     Piecewise(Vec<(f64, f64)>),
@@ -24,7 +25,10 @@ impl Schedule {
         match self {
             Schedule::Constant(v) => *v,
             Schedule::Linear(v) => {
-                let remaining = 1.0 - timestep as f64 / total.max(1) as f64;
+                // Held at 0 past the end: the last rollout may overshoot `total` (it ends on a
+                // multiple of the rollout size), where SB3's `progress_remaining` goes negative
+                // and with it the learning rate and clip range of the last update.
+                let remaining = (1.0 - timestep as f64 / total.max(1) as f64).max(0.0);
                 v * remaining
             }
             Schedule::Piecewise(points) => {
@@ -141,6 +145,8 @@ mod tests {
         let l = Schedule::parse(&serde_json::json!("lin_1e-3")).unwrap();
         assert_eq!(l.value(0, 100), 1e-3);
         assert!((l.value(50, 100) - 5e-4).abs() < 1e-12);
+        // The last rollout overshoots the budget (100,352 of 100,000): 0, not negative.
+        assert_eq!(l.value(100_352, 100_000), 0.0);
         let p = Schedule::parse(&serde_json::json!([[0, 1.0], [100, 0.0], [200, 0.5]])).unwrap();
         assert_eq!(p.value(50, 0), 0.5);
         assert_eq!(p.value(150, 0), 0.25);

@@ -309,9 +309,11 @@ impl ParquetDataset {
     /// Number of rows.
     pub fn num_rows(&self) -> usize {
         let m = self.meta.metadata();
+        // Saturating: the counts are the footer's, checked against the data only when a row
+        // group is read.
         (0..m.num_row_groups())
             .map(|g| m.row_group(g).num_rows() as usize)
-            .sum()
+            .fold(0usize, usize::saturating_add)
     }
 
     fn read_batch(&self, g: usize) -> Result<RecordBatch, DatasetError> {
@@ -331,11 +333,25 @@ impl ParquetDataset {
         let batches = reader
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| DatasetError::corrupt(&self.name, Some(g), e.to_string()))?;
-        match batches.len() {
-            1 => Ok(batches.into_iter().next().expect("one")),
+        let batch = match batches.len() {
+            1 => batches.into_iter().next().expect("one"),
             _ => arrow_select_concat(&self.meta.schema().clone(), &batches)
-                .map_err(|e| DatasetError::corrupt(&self.name, Some(g), e)),
+                .map_err(|e| DatasetError::corrupt(&self.name, Some(g), e))?,
+        };
+        // The stream plans its passes by the footer's counts: a footer that claims more (or
+        // fewer) rows than the columns hold would have it cycle over a few rows for as many
+        // batches as the claim (found by the `parquet` fuzz target).
+        if batch.num_rows() != rows {
+            return Err(DatasetError::corrupt(
+                &self.name,
+                Some(g),
+                format!(
+                    "the footer declares {rows} rows, the columns hold {}",
+                    batch.num_rows()
+                ),
+            ));
         }
+        Ok(batch)
     }
 
     /// Decodes row group `g`, checking widths against the spec and values for finiteness.

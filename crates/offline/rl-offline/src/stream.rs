@@ -175,7 +175,10 @@ impl Dataset {
 
     /// Number of rows.
     pub fn num_rows(&self) -> usize {
-        self.parts.iter().map(|p| p.source.num_rows()).sum()
+        self.parts
+            .iter()
+            .map(|p| p.source.num_rows())
+            .fold(0usize, usize::saturating_add)
     }
 
     /// Checks the data fits an env with these spaces (`env`: its id) and adopts the spaces,

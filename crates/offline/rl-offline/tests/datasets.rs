@@ -500,3 +500,26 @@ fn files_the_fuzzer_found_give_errors_not_panics() {
     let e = err_of(r);
     assert!(e.contains("negative_column_offset.parquet"), "{e}");
 }
+
+#[test]
+fn a_footer_that_claims_more_rows_than_the_columns_hold_is_an_error() {
+    // Found by `cargo xtask fuzz` (parquet target, a 10 s timeout): a 17-row CartPole file whose
+    // row group claims 10^9 rows. Streamed by the claim, the few real rows cycled for ~3·10^7
+    // batches; the read now checks the claim against the decoded columns.
+    let p = fixture("fuzz/row_count_claim.parquet");
+    let mut ds = Dataset::open(&p).unwrap();
+    assert_eq!(ds.num_rows(), 1_000_000_000, "the footer's claim");
+    let env = rl_envs::make("CartPole-v1", &Default::default()).unwrap();
+    ds.fit("CartPole-v1", env.observation_space(), env.action_space())
+        .unwrap();
+    let e = err_of(ds.read_all());
+    assert!(
+        e.contains("row_count_claim.parquet")
+            && e.contains("declares 1000000000 rows")
+            && e.contains("hold 17"),
+        "{e}"
+    );
+    let mut stream = BatchStream::new(ds, 64, Some(0.99), rl_core::Rng::seed_from(0));
+    let e = err_of(stream.next_batch(32));
+    assert!(e.contains("declares 1000000000 rows"), "{e}");
+}
