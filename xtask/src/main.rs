@@ -157,7 +157,7 @@ fn cases(quick: bool) -> Vec<Case> {
         Case {
             name: "Recurrent PPO CartPoleNoVel-v1 200k (zoo)",
             config: "examples/configs/recurrent_ppo_cartpole_novel.yaml",
-            seeds: vec![0],
+            seeds: if quick { vec![0] } else { vec![0, 1, 2] },
             sb3: "recurrent_ppo_cartpole_novel",
             overrides: &[],
             peers: &[Peer::Sb3],
