@@ -2,7 +2,7 @@
 //! - `bench [--quick] [--peer sb3|rllib|all]`: learning benchmarks (wall-clock, steps/s,
 //!   rollout/update split, final return), report in `target/bench/report.{md,json}`; `--peer`
 //!   runs the same settings in stable-baselines3 / sb3-contrib and/or RLlib (ray[rllib], new
-//!   API stack: PPO, DQN and SAC on CartPole/Pendulum and the multi-agent case), each in its own
+//!   API stack: PPO CartPole and Pendulum, DQN CartPole and the multi-agent case), each in its own
 //!   venv under `target/` (never in CI), a column group per peer in the same report.
 //! - `learn [--kernels avx2,avx512] [--ci] [--filter S1,S2]`: the learning tests (with the `#[ignore]`d
 //!   ones) per kernel level, merged into `docs/learning-results.md` as each binary finishes;
@@ -410,8 +410,9 @@ fn sb3_python() -> Result<PathBuf, String> {
 /// train`; the multi-agent case prints RLlib's smoothed return of its last training episodes
 /// (`episode_return_mean`, the sum over agents, stochastic actions). What RLlib lacks: gSDE
 /// (PPO Pendulum uses its state-dependent Gaussian) and a linear clip-range schedule (constant).
-/// SAC Pendulum has no RLlib side: RLlib's SAC, one env step and one update per iteration, ran
-/// ~0.4 s per env step on this machine (20k steps: over two hours).
+/// SAC Pendulum has no RLlib side: RLlib's SAC, one env step and one update per iteration, took
+/// 156 s for a 400-step smoke run here (with a build sharing the core), so 20k steps would take
+/// hours.
 const RLLIB_SCRIPT: &str = r#"
 import sys, time, json, math
 import numpy as np, torch, gymnasium as gym
