@@ -20,6 +20,20 @@ pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     }
 }
 
+/// `tanh(layer(x))` when `tanh`, `layer(x)` otherwise: one fused operation on flex (see
+/// [`crate::fast_ops::linear`]), burn's `Linear` elsewhere.
+pub fn linear_act(layer: &Linear, x: Tensor<2>, tanh: bool) -> Tensor<2> {
+    #[cfg(feature = "flex")]
+    {
+        crate::fast_ops::linear(layer, x, tanh)
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        let z = layer.forward(x);
+        if tanh { self::tanh(z) } else { z }
+    }
+}
+
 /// Hidden-layer activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -216,10 +230,13 @@ impl Mlp {
     /// Forward pass on `[batch, d_input]`.
     pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {
         for l in &self.layers {
-            x = self.activation.forward(l.forward(x));
+            x = match self.activation {
+                Activation::Tanh => linear_act(l, x, true),
+                a => a.forward(linear_act(l, x, false)),
+            };
         }
         match &self.output {
-            Some(o) => o.forward(x),
+            Some(o) => linear_act(o, x, false),
             None => x,
         }
     }

@@ -149,7 +149,7 @@ impl Learner for AppoLearner {
                 let actor = |policy: &ActorCritic| {
                     let latent = policy.actor_latent(obs.clone());
                     let log_std = policy.dist_log_std(&latent);
-                    let params = policy.action_net.forward(latent);
+                    let params = policy.action_head(latent);
                     let logp = policy
                         .dist
                         .log_prob(params.clone(), log_std.clone(), actions);

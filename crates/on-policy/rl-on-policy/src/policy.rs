@@ -6,7 +6,7 @@ use rl_core::burn::module::{Module, Param};
 use rl_core::burn::nn::Linear;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::distributions::DistKind;
-use rl_core::nn::{Activation, Mlp, MlpConfig, NatureCnn, linear_orthogonal};
+use rl_core::nn::{Activation, Mlp, MlpConfig, NatureCnn, linear_act, linear_orthogonal};
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
@@ -359,6 +359,17 @@ impl ActorCritic {
         }
     }
 
+    /// The action head: distribution parameters `[B, n]` from the policy trunk's output (one
+    /// fused operation on flex, see `rl_core::nn::linear_act`).
+    pub fn action_head(&self, latent_pi: Tensor<2>) -> Tensor<2> {
+        linear_act(&self.action_net, latent_pi, false)
+    }
+
+    /// The value head: `[B, 1]` from the value trunk's output.
+    pub fn value_head(&self, latent_vf: Tensor<2>) -> Tensor<2> {
+        linear_act(&self.value_net, latent_vf, false)
+    }
+
     /// The policy trunk's output for flattened observations (the action head's input).
     pub fn actor_latent(&self, obs: Tensor<2>) -> Tensor<2> {
         self.pi.forward(self.actor_view(self.features(obs)))
@@ -378,8 +389,8 @@ impl ActorCritic {
             Some(vf) => vf.forward(x),
             None => latent_pi.clone(),
         };
-        let params = self.action_net.forward(latent_pi.clone());
-        let values = self.value_net.forward(latent_vf).squeeze_dim::<1>(1);
+        let params = self.action_head(latent_pi.clone());
+        let values = self.value_head(latent_vf).squeeze_dim::<1>(1);
         let log_std = self.dist_log_std(&latent_pi);
         PolicyOutput {
             params,
@@ -430,7 +441,7 @@ impl ActorCritic {
     pub fn sample_actions(&self, obs: Tensor<2>, rng: &mut Rng, deterministic: bool) -> Vec<f32> {
         // The actor only: predict needs no values.
         let latent = self.actor_latent(obs);
-        let params = crate::rollout::host(self.action_net.forward(latent.clone()));
+        let params = crate::rollout::host(self.action_head(latent.clone()));
         let mut actions = Vec::new();
         if let Some(noise) = self.sde_noise(params.len(), rng) {
             return noise
@@ -550,7 +561,7 @@ impl ActorCritic {
             Some(vf) => vf.forward(x),
             None => self.pi.forward(self.actor_view(x)),
         };
-        self.value_net.forward(latent).squeeze_dim::<1>(1)
+        self.value_head(latent).squeeze_dim::<1>(1)
     }
 
     /// `(log_prob, entropy)` of `actions` `[B, act_dim]`, without the value branch.
@@ -561,7 +572,7 @@ impl ActorCritic {
     ) -> (Tensor<1>, Option<Tensor<1>>) {
         let latent = self.actor_latent(obs);
         let log_std = self.dist_log_std(&latent);
-        let params = self.action_net.forward(latent);
+        let params = self.action_head(latent);
         let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);
         (lp, self.dist.entropy(params, log_std))
     }

@@ -126,11 +126,7 @@ impl RecurrentActorCritic {
     fn actor_heads(&self, h_pi: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>, Tensor<2>) {
         let latent_pi = self.ac.pi.forward(h_pi);
         let log_std = self.ac.dist_log_std(&latent_pi);
-        (
-            self.ac.action_net.forward(latent_pi.clone()),
-            log_std,
-            latent_pi,
-        )
+        (self.ac.action_head(latent_pi.clone()), log_std, latent_pi)
     }
 
     /// Values `[N]` from the critic's LSTM output (or the actor's, detached).
@@ -139,7 +135,7 @@ impl RecurrentActorCritic {
             Some(vf) => vf.forward(h_vf),
             None => self.ac.pi.forward(h_vf),
         };
-        self.ac.value_net.forward(latent_vf).squeeze_dim::<1>(1)
+        self.ac.value_head(latent_vf).squeeze_dim::<1>(1)
     }
 
     /// The critic's LSTM output for `x` (the actor's, detached, without a critic LSTM).

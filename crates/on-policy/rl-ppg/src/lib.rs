@@ -126,14 +126,12 @@ impl PpgLearner {
         };
         // The policy before the phase, the behaviour-cloning target.
         let valid = model.ac.valid();
-        let old = host(
-            valid.action_net.forward(valid.pi.forward(tensor2(
-                self.buffer.obs.clone(),
-                n,
-                od,
-                &inner,
-            ))),
-        );
+        let old = host(valid.action_head(valid.pi.forward(tensor2(
+            self.buffer.obs.clone(),
+            n,
+            od,
+            &inner,
+        ))));
         let pd = old.len() / n.max(1);
         let dist = model.ac.dist.clone();
         let (mut joint, mut kls, mut values) = (Vec::new(), Vec::new(), Vec::new());
@@ -150,7 +148,7 @@ impl PpgLearner {
                 );
                 let targets: Vec<f32> = idx.iter().map(|&i| self.buffer.returns[i]).collect();
                 let latent = model.ac.pi.forward(obs.clone());
-                let logits = model.ac.action_net.forward(latent.clone());
+                let logits = model.ac.action_head(latent.clone());
                 let aux_values = model.aux.forward(latent).squeeze_dim::<1>(1);
                 let l = loss::aux_loss(
                     &dist,

@@ -87,7 +87,7 @@ impl TrpoLearner {
         let dist_out = |p: &ActorCritic| {
             let latent = p.pi.forward(obs_i.clone());
             let ls = p.dist_log_std(&latent);
-            (p.action_net.forward(latent), ls)
+            (p.action_head(latent), ls)
         };
         let (old_params, old_ls) = dist_out(valid);
         let theta0 = host(flat_params(valid));

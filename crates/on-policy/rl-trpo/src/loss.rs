@@ -85,7 +85,7 @@ impl FisherProduct {
             .fisher_apply(&host(params), &self.log_std, &host(dparams));
         let latent = policy.pi.forward(obs.clone());
         let ls = policy.dist_log_std(&latent);
-        let out = policy.action_net.forward(latent);
+        let out = policy.action_head(latent);
         let mut total = (out * rl_core::batch::tensor2(u, b, pd, device))
             .sum()
             .div_scalar(b as f64);
