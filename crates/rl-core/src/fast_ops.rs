@@ -60,18 +60,6 @@ mod simd {
         )
     }
 
-    /// `out ← tanh(x)`.
-    pub(super) fn tanh_into(x: &[f32], out: &mut [f32]) {
-        pulp::Arch::new().dispatch(
-            #[inline(always)]
-            || {
-                for (o, &e) in out.iter_mut().zip(x) {
-                    *o = tanh_approx(e);
-                }
-            },
-        )
-    }
-
     /// `out[i, j] ← act(out[i, j] + b[j])` over the rows of `out`, `act` tanh or the identity.
     pub(super) fn bias_act(out: &mut [f32], b: &[f32], tanh: bool) {
         if b.is_empty() {
@@ -134,58 +122,61 @@ fn map_in_place(
     }
 }
 
-/// The elements of `t` as a contiguous f32 tensor (a view where it already is one).
-fn contiguous(t: FloatTensor<Flex>) -> Option<FloatTensor<Flex>> {
+/// `f` applied to the f32 elements of `t`: in place where `t` owns a contiguous buffer, on a
+/// fresh contiguous copy otherwise (shared or strided); `Err(t)` for other dtypes.
+fn map_f32(
+    t: FloatTensor<Flex>,
+    f: impl Fn(&mut [f32]),
+) -> Result<FloatTensor<Flex>, FloatTensor<Flex>> {
+    let t = match map_in_place(t, &f) {
+        Ok(t) => return Ok(t),
+        Err(t) => t,
+    };
     if t.dtype() != DType::F32 {
-        return None;
+        return Err(t);
     }
-    Some(if contiguous_f32(&t).is_some() {
-        t
-    } else {
-        t.to_contiguous()
-    })
+    let shape = t.layout().shape().clone();
+    let mut v = match t.as_slice::<f32>() {
+        Some(s) => s.to_vec(),
+        None => t
+            .to_contiguous()
+            .as_slice::<f32>()
+            .expect("contiguous f32")
+            .to_vec(),
+    };
+    f(&mut v);
+    Ok(FloatTensor::<Flex>::from_data(TensorData::new(v, shape)))
 }
 
 impl FastTanhBackend for Flex {
     fn fast_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let x = match map_in_place(x, simd::tanh_in_place) {
-            Ok(y) => return y,
-            Err(x) => x,
-        };
-        match contiguous(x.clone()) {
-            Some(c) => {
-                let src = c.as_slice::<f32>().expect("contiguous f32");
-                let mut out = vec![0f32; src.len()];
-                simd::tanh_into(src, &mut out);
-                FloatTensor::<Self>::from_data(TensorData::new(out, c.layout().shape().clone()))
-            }
-            None => <Flex as FloatTensorOps<Flex>>::float_tanh(x),
-        }
+        map_f32(x, simd::tanh_in_place).unwrap_or_else(<Flex as FloatTensorOps<Flex>>::float_tanh)
     }
 
     fn fast_tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let same_shape = y.layout().shape() == grad.layout().shape();
-        let (yc, gc) = match (same_shape, contiguous(y.clone()), contiguous(grad.clone())) {
-            (true, Some(yc), Some(gc)) => (yc, gc),
-            _ => {
-                let one_minus = Flex::float_add_scalar(
-                    Flex::float_neg(Flex::float_mul(y.clone(), y)),
-                    1f32.into(),
-                );
-                return Flex::float_mul(grad, one_minus);
-            }
+        let yc = if y.layout().shape() == grad.layout().shape() && y.dtype() == DType::F32 {
+            Some(if contiguous_f32(&y).is_some() {
+                y.clone()
+            } else {
+                y.to_contiguous()
+            })
+        } else {
+            None
         };
-        // Drop our extra handle so a gradient owned by this node alone is scaled in place.
-        drop(grad);
-        let ys = yc.as_slice::<f32>().expect("contiguous f32");
-        match map_in_place(gc, |g| simd::tanh_grad_in_place(g, ys)) {
-            Ok(g) => g,
-            Err(gc) => {
-                let mut out = gc.as_slice::<f32>().expect("contiguous f32").to_vec();
-                simd::tanh_grad_in_place(&mut out, ys);
-                FloatTensor::<Self>::from_data(TensorData::new(out, gc.layout().shape().clone()))
+        // The incoming gradient is usually owned by this node alone: scaled in place.
+        let grad = match &yc {
+            Some(yc) => {
+                let ys = yc.as_slice::<f32>().expect("contiguous f32");
+                match map_f32(grad, |g| simd::tanh_grad_in_place(g, ys)) {
+                    Ok(g) => return g,
+                    Err(grad) => grad,
+                }
             }
-        }
+            None => grad,
+        };
+        let one_minus =
+            Flex::float_add_scalar(Flex::float_neg(Flex::float_mul(y.clone(), y)), 1f32.into());
+        Flex::float_mul(grad, one_minus)
     }
 }
 
@@ -479,22 +470,19 @@ where
 }
 
 /// `act(linear(x))` for a dense layer, `act` the fast `tanh` when `tanh` and the identity
-/// otherwise: one fused operation (see [`FastLinearBackend`]) on flex for a layer with a bias,
-/// burn's `Linear` and `tanh` elsewhere.
-pub fn linear(layer: &Linear, x: Tensor<2>, tanh: bool) -> Tensor<2> {
+/// otherwise, as one fused operation (see [`FastLinearBackend`]) when `x` lives on flex and the
+/// layer has a bias; `Err(x)` otherwise (callers use burn's `Linear`: `nn::linear_act`).
+pub fn linear(layer: &Linear, x: Tensor<2>, tanh: bool) -> Result<Tensor<2>, Tensor<2>> {
     match &layer.bias {
-        Some(bias) if is_flex(&x.device()) => {
-            Tensor::from_dispatch(<Dispatch as FastLinearBackend>::fast_linear(
+        Some(bias) if is_flex(&x.device()) => Ok(Tensor::from_dispatch(
+            <Dispatch as FastLinearBackend>::fast_linear(
                 x.into_dispatch(),
                 layer.weight.val().into_dispatch(),
                 bias.val().into_dispatch(),
                 tanh,
-            ))
-        }
-        _ => {
-            let z = layer.forward(x);
-            if tanh { self::tanh(z) } else { z }
-        }
+            ),
+        )),
+        _ => Err(x),
     }
 }
 
@@ -628,7 +616,7 @@ mod tests {
                 x.require_grad()
             };
             let (x1, x2) = (make_x(), make_x());
-            let y1 = linear(&layer, x1.clone(), tanh);
+            let y1 = linear(&layer, x1.clone(), tanh).expect("flex, with a bias");
             let z2 = layer.forward(x2.clone());
             let y2 = if tanh { super::tanh(z2) } else { z2 };
             let bits = |t: Tensor<2>| t.into_data().try_into_vec::<f32>().unwrap();

@@ -24,14 +24,12 @@ pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// [`crate::fast_ops::linear`]), burn's `Linear` elsewhere.
 pub fn linear_act(layer: &Linear, x: Tensor<2>, tanh: bool) -> Tensor<2> {
     #[cfg(feature = "flex")]
-    {
-        crate::fast_ops::linear(layer, x, tanh)
-    }
-    #[cfg(not(feature = "flex"))]
-    {
-        let z = layer.forward(x);
-        if tanh { self::tanh(z) } else { z }
-    }
+    let x = match crate::fast_ops::linear(layer, x, tanh) {
+        Ok(y) => return y,
+        Err(x) => x,
+    };
+    let z = layer.forward(x);
+    if tanh { self::tanh(z) } else { z }
 }
 
 /// Hidden-layer activation.
