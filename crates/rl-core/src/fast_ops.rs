@@ -49,7 +49,7 @@ pub trait FastTanhBackend: Backend {
 /// The elementwise loops, compiled for the widest vector unit the CPU has (pulp picks AVX-512
 /// or AVX2 at run time). Only exactly rounded operations are used (no fused multiply-add), so
 /// every version gives the same bits as the baseline x86-64 build.
-mod simd {
+pub(crate) mod simd {
     use super::tanh_approx;
 
     /// `x ← tanh(x)`.
@@ -61,7 +61,7 @@ mod simd {
     }
 
     /// `out[i, j] ← act(out[i, j] + b[j])` over the rows of `out`, `act` tanh or the identity.
-    pub(super) fn bias_act(out: &mut [f32], b: &[f32], tanh: bool) {
+    pub(crate) fn bias_act(out: &mut [f32], b: &[f32], tanh: bool) {
         if b.is_empty() {
             return;
         }
@@ -97,7 +97,7 @@ mod simd {
 }
 
 /// The contiguous f32 range `start..end` of `t`'s storage, when it has one.
-fn contiguous_f32(t: &FloatTensor<Flex>) -> Option<(usize, usize)> {
+pub(crate) fn contiguous_f32(t: &FloatTensor<Flex>) -> Option<(usize, usize)> {
     if t.dtype() != DType::F32 {
         return None;
     }
@@ -248,21 +248,39 @@ pub trait FastLinearBackend: Backend {
 
 /// flex runs products of at least this many multiply-adds on its thread pool; below it, one
 /// single-threaded gemm call, which this module makes itself.
-const FLEX_PARALLEL_THRESHOLD: usize = 192 * 192 * 192;
+pub(crate) const FLEX_PARALLEL_THRESHOLD: usize = 192 * 192 * 192;
 
 /// A 2-D f32 view: storage, offset of the first element, row and column strides.
 #[derive(Clone, Copy)]
-struct View2<'a> {
+pub(crate) struct View2<'a> {
     data: &'a [f32],
     offset: usize,
-    rows: usize,
+    pub(crate) rows: usize,
     cols: usize,
     rs: isize,
     cs: isize,
 }
 
 impl<'a> View2<'a> {
-    fn of(t: &'a FloatTensor<Flex>) -> Option<Self> {
+    /// The row-major `rows × cols` block of `data` starting at `offset`, when it fits.
+    pub(crate) fn row_major(
+        data: &'a [f32],
+        offset: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Option<Self> {
+        let end = rows.checked_mul(cols)?.checked_add(offset)?;
+        (end <= data.len()).then_some(Self {
+            data,
+            offset,
+            rows,
+            cols,
+            rs: cols as isize,
+            cs: 1,
+        })
+    }
+
+    pub(crate) fn of(t: &'a FloatTensor<Flex>) -> Option<Self> {
         let shape = t.layout().shape();
         if t.dtype() != DType::F32 || shape.num_dims() != 2 {
             return None;
@@ -285,7 +303,7 @@ impl<'a> View2<'a> {
         })
     }
 
-    fn t(self) -> Self {
+    pub(crate) fn t(self) -> Self {
         Self {
             rows: self.cols,
             cols: self.rows,
@@ -298,18 +316,29 @@ impl<'a> View2<'a> {
 
 /// `lhs · rhs` into a new row-major buffer by the single-threaded gemm call flex's matmul makes
 /// for products below its parallel threshold; `None` at or above it (or on mismatched shapes).
-fn gemm_small(lhs: View2, rhs: View2) -> Option<Vec<f32>> {
+pub(crate) fn gemm_small(lhs: View2, rhs: View2) -> Option<Vec<f32>> {
+    let mut out = vec![0f32; lhs.rows * rhs.cols];
+    gemm_small_into(lhs, rhs, &mut out).then_some(out)
+}
+
+/// [`gemm_small`] writing the row-major product into `out` (`lhs.rows × rhs.cols` elements,
+/// overwritten); false (nothing written) at or above the threshold or on mismatched shapes.
+pub(crate) fn gemm_small_into(lhs: View2, rhs: View2, out: &mut [f32]) -> bool {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
-    if rhs.rows != k || m.saturating_mul(n).saturating_mul(k) >= FLEX_PARALLEL_THRESHOLD {
-        return None;
+    if rhs.rows != k
+        || out.len() != m * n
+        || m.saturating_mul(n).saturating_mul(k) >= FLEX_PARALLEL_THRESHOLD
+    {
+        return false;
     }
-    let mut out = vec![0f32; m * n];
     if m == 0 || n == 0 || k == 0 {
-        return Some(out);
+        out.fill(0.0);
+        return true;
     }
-    // SAFETY: `View2::of` checked that every element `offset + i·rs + j·cs` (non-negative
-    // strides) lies inside the view's live storage; `out` holds `m × n` elements, row-major;
-    // gemm reads the two inputs and writes `out` only.
+    // SAFETY: `View2::of` / `View2::slice` checked that every element `offset + i·rs + j·cs`
+    // (non-negative strides) lies inside the view's live storage; `out` holds `m × n`
+    // elements, row-major (checked above); gemm reads the two inputs and writes `out` only
+    // (`read_dst` false: its old contents are not read).
     #[allow(unsafe_code)]
     unsafe {
         gemm::gemm(
@@ -334,12 +363,12 @@ fn gemm_small(lhs: View2, rhs: View2) -> Option<Vec<f32>> {
             gemm::Parallelism::None,
         );
     }
-    Some(out)
+    true
 }
 
 /// `a · b` with either side transposed (a view, as burn's `transpose`): the direct call when
 /// small, flex's matmul otherwise.
-fn matmul_flex(
+pub(crate) fn matmul_flex(
     a: FloatTensor<Flex>,
     ta: bool,
     b: FloatTensor<Flex>,
@@ -486,7 +515,7 @@ pub fn linear(layer: &Linear, x: Tensor<2>, tanh: bool) -> Result<Tensor<2>, Ten
     }
 }
 
-fn is_flex(device: &Device) -> bool {
+pub(crate) fn is_flex(device: &Device) -> bool {
     device.clone().inner() == Device::flex()
 }
 

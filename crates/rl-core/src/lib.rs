@@ -17,6 +17,8 @@ pub mod device;
 pub mod distributions;
 pub mod env;
 #[cfg(feature = "flex")]
+pub mod fast_mlp;
+#[cfg(feature = "flex")]
 pub mod fast_ops;
 pub mod kernels;
 pub mod logger;

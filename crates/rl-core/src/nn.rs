@@ -32,6 +32,81 @@ pub fn linear_act(layer: &Linear, x: Tensor<2>, tanh: bool) -> Tensor<2> {
     if tanh { self::tanh(z) } else { z }
 }
 
+/// Where one dense layer `act(x·W + b)` keeps its parameters in θ: `W` `[d_in, d_out]`
+/// row-major from `w`, `b` `[d_out]` from `b` (burn's `Linear` layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenseSlot {
+    /// Offset of the weight.
+    pub w: usize,
+    /// Offset of the bias.
+    pub b: usize,
+    /// Input width.
+    pub d_in: usize,
+    /// Output width.
+    pub d_out: usize,
+    /// `tanh` after the layer (else the identity).
+    pub tanh: bool,
+}
+
+impl DenseSlot {
+    /// Whether the layer's parameters lie inside a θ of `theta_len` elements.
+    pub fn fits(&self, theta_len: usize) -> bool {
+        let w_end = self
+            .d_in
+            .checked_mul(self.d_out)
+            .and_then(|n| n.checked_add(self.w));
+        let b_end = self.b.checked_add(self.d_out);
+        matches!((w_end, b_end), (Some(w), Some(b)) if w <= theta_len && b <= theta_len)
+    }
+}
+
+/// Whether tensors on `device` take the fused dense operations (`linear_act`, `flat_mlp`):
+/// flex. Elsewhere those compose burn's builtin operations.
+pub fn fused_available(device: &Device) -> bool {
+    #[cfg(feature = "flex")]
+    {
+        crate::fast_ops::is_flex(device)
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        let _ = device;
+        false
+    }
+}
+
+/// The layers `slots` applied in turn to `x` `[m, d_in]`, their weights and biases read from
+/// the flat parameter vector `theta`: one fused operation on flex (`fast_mlp`), burn's
+/// operations on slices of `theta` elsewhere. Gradients reach `theta` (and `x`) as usual. `Err`
+/// names what does not fit: a layer's input width against what it gets, or a slot that reaches
+/// past `theta`.
+pub fn flat_mlp(x: Tensor<2>, theta: &Tensor<1>, slots: &[DenseSlot]) -> Result<Tensor<2>, String> {
+    let n = theta.dims()[0];
+    let mut d = x.dims()[1];
+    for (i, s) in slots.iter().enumerate() {
+        if s.d_in != d {
+            return Err(format!("layer {i}: reads {} features, gets {d}", s.d_in));
+        }
+        if !s.fits(n) {
+            return Err(format!("layer {i}: {s:?} reaches past θ ({n} parameters)"));
+        }
+        d = s.d_out;
+    }
+    #[cfg(feature = "flex")]
+    let x = match crate::fast_mlp::mlp(x, theta, slots) {
+        Ok(y) => return Ok(y),
+        Err(x) => x,
+    };
+    Ok(slots.iter().fold(x, |a, s| {
+        let w = theta
+            .clone()
+            .narrow(0, s.w, s.d_in * s.d_out)
+            .reshape([s.d_in, s.d_out]);
+        let b = theta.clone().narrow(0, s.b, s.d_out).reshape([1, s.d_out]);
+        let z = a.matmul(w) + b;
+        if s.tanh { tanh(z) } else { z }
+    }))
+}
+
 /// Hidden-layer activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

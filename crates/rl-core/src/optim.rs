@@ -164,6 +164,25 @@ impl FlatOptimizer {
 
     /// One step from an already flattened gradient (walking order, see [`crate::params`]).
     pub fn step_flat<M: Module>(&mut self, lr: f64, module: M, g: Tensor<1>) -> (M, StepStats) {
+        let (delta, stats) = self.delta(lr, g);
+        (sub_flat(module, delta), stats)
+    }
+
+    /// One step on a flat parameter vector `theta` (inner backend) itself: `theta − Δ` for the
+    /// gradient `g` of the same layout. The same arithmetic as [`step_flat`](Self::step_flat)
+    /// on a module whose flat parameters are `theta`.
+    pub fn step_theta(
+        &mut self,
+        lr: f64,
+        theta: Tensor<1>,
+        g: Tensor<1>,
+    ) -> (Tensor<1>, StepStats) {
+        let (delta, stats) = self.delta(lr, g);
+        (theta - delta, stats)
+    }
+
+    /// The step `Δ` (parameters decrease by it) for the flat gradient `g`, clipped first.
+    fn delta(&mut self, lr: f64, g: Tensor<1>) -> (Tensor<1>, StepStats) {
         let (g, grad_norm) = clip_global_norm(g, self.max_grad_norm);
         let device = g.device();
         let g = to_vec1(g);
@@ -210,7 +229,7 @@ impl FlatOptimizer {
             }
         }
         let delta = Tensor::from_data(TensorData::new(delta, [n]), &device);
-        (sub_flat(module, delta), StepStats { grad_norm })
+        (delta, StepStats { grad_norm })
     }
 
     /// The state as named tensors (`prefix.m`, `prefix.v`) plus the step count.

@@ -101,9 +101,26 @@ pub fn apply(config: usize) -> Result<usize, ThreadsError> {
     Ok(rayon::current_num_threads())
 }
 
+/// Runs `f` on a thread of the compute pool while the caller waits (inline when the caller is
+/// one already). Work that splits itself in two many times over (an update's actor and critic
+/// halves, `rayon::join`) then starts each split on a pool thread, whose partner picks the other
+/// half from its queue; called from outside, every split would be handed to the pool and the
+/// caller put to sleep and woken again, two thread switches per minibatch.
+pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_pool_runs_on_a_pool_thread_and_returns() {
+        assert_eq!(rayon::current_thread_index(), None);
+        let (inside, v) = on_pool(|| (rayon::current_thread_index(), on_pool(|| 41) + 1));
+        assert!(inside.is_some(), "a pool thread");
+        assert_eq!(v, 42);
+    }
 
     #[test]
     fn counts_parse_and_bad_ones_are_named() {

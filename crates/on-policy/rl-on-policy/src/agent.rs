@@ -278,13 +278,21 @@ impl OnPolicyCore {
 }
 
 /// The flat gradient of `actor loss + critic loss` and what each closure reports besides its
-/// loss, for an [`ActorCritic`] (see [`split_grads`]).
+/// loss, for an [`ActorCritic`] (see [`split_grads`]). During a flat update
+/// ([`ActorCritic::begin_flat`]) each loss differentiates its own θ leaf, on two threads.
 pub fn actor_critic_grads<A: Send, C: Send>(
     policy: &ActorCritic,
     device: &Device,
     actor: impl FnOnce(&ActorCritic) -> (Tensor<1>, A) + Send,
     critic: impl FnOnce(&ActorCritic) -> (Tensor<1>, C) + Send,
 ) -> (Tensor<1>, A, C) {
+    if policy.flat.is_some() {
+        let ((ga, a), (gc, c)) = rayon::join(
+            || flat_leaf_grads(policy, actor),
+            || flat_leaf_grads(policy, critic),
+        );
+        return (ga + gc, a, c);
+    }
     split_grads(policy, policy.separate_trunks(), device, actor, critic)
 }
 
@@ -316,6 +324,20 @@ pub fn split_grads<M: Module + Sync, A: Send, C: Send>(
         let (lc, c) = critic(policy);
         (flat_grads(policy, (la + lc).backward(), device), a, c)
     }
+}
+
+/// θ's gradient of `f`'s loss on a fresh θ leaf of `policy` (on the flat path) and what `f`
+/// reports besides it.
+fn flat_leaf_grads<X>(
+    policy: &ActorCritic,
+    f: impl FnOnce(&ActorCritic) -> (Tensor<1>, X),
+) -> (Tensor<1>, X) {
+    let p = policy.flat_leaf().expect("called on the flat path");
+    let (loss, x) = f(&p);
+    let g = p
+        .flat_grad(&loss.backward())
+        .expect("called on the flat path");
+    (g, x)
 }
 
 /// The flat gradient of `f`'s loss on a fork of `policy` (fresh autodiff leaves) and what
@@ -520,7 +542,7 @@ impl BuildContext<'_> {
 /// What an on-policy algorithm adds to the shared agent: its hyperparameters and policy
 /// types, how it builds its learner around a fresh policy, and the policy the shell collects
 /// with. Updates, weights and checkpoint state come through [`Learner`].
-pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
+pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Send + Sized {
     /// The hyperparameters (`algo_kwargs`).
     type Config: OnPolicyConfig;
     /// The policy network ([`ActorCritic`] or a recurrent one).
@@ -818,9 +840,9 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
                     .take_rollouts(batches, s.gamma, s.gae_lambda, t0)?
             }
         };
-        let mut m = self
-            .learner
-            .update(&self.core.collector.buffer, &self.core.status.progress())?;
+        let (learner, buf) = (&mut self.learner, &self.core.collector.buffer);
+        let progress = self.core.status.progress();
+        let mut m = rl_core::threads::on_pool(|| learner.update(buf, &progress))?;
         if let Some(SyncRunners::Remote { runners, stale, .. }) = &self.runners {
             let restarts = runners.restarts.load(std::sync::atomic::Ordering::SeqCst);
             m.insert("perf/runner_restarts".into(), restarts as f64);

@@ -4,6 +4,7 @@
 
 pub mod actor_learner;
 pub mod agent;
+pub mod flat;
 pub mod loss;
 pub mod multi_agent;
 pub mod policy;

@@ -1,12 +1,15 @@
 //! Actor-critic policies (SB3's `ActorCriticPolicy`): separate or shared MLP trunks, an action
 //! head for each action space, a value head, orthogonal init with SB3's gains.
 
+use crate::flat::FlatParams;
 use rl_core::burn;
 use rl_core::burn::module::{Module, Param};
 use rl_core::burn::nn::Linear;
 use rl_core::burn::tensor::{Device, Tensor, TensorData};
 use rl_core::distributions::DistKind;
-use rl_core::nn::{Activation, Mlp, MlpConfig, NatureCnn, linear_act, linear_orthogonal};
+use rl_core::nn::{
+    Activation, DenseSlot, Mlp, MlpConfig, NatureCnn, flat_mlp, linear_act, linear_orthogonal,
+};
 use rl_core::{Rng, Space};
 use serde::{Deserialize, Serialize};
 use smart_default::SmartDefault;
@@ -159,6 +162,10 @@ pub struct ActorCritic {
     /// others see). None: both read the whole observation.
     #[module(skip)]
     pub actor_inputs: Option<usize>,
+    /// During an update: every parameter read from one flat vector (see [`crate::flat`]);
+    /// None otherwise.
+    #[module(skip)]
+    pub flat: Option<FlatParams>,
 }
 
 impl ActorCritic {
@@ -332,6 +339,7 @@ impl ActorCritic {
             sde,
             dist,
             actor_inputs: None,
+            flat: None,
         })
     }
 
@@ -362,17 +370,48 @@ impl ActorCritic {
     /// The action head: distribution parameters `[B, n]` from the policy trunk's output (one
     /// fused operation on flex, see `rl_core::nn::linear_act`).
     pub fn action_head(&self, latent_pi: Tensor<2>) -> Tensor<2> {
-        linear_act(&self.action_net, latent_pi, false)
+        match &self.flat {
+            Some(f) => on_theta(latent_pi, f, head(&f.layout.actor)),
+            None => linear_act(&self.action_net, latent_pi, false),
+        }
     }
 
     /// The value head: `[B, 1]` from the value trunk's output.
     pub fn value_head(&self, latent_vf: Tensor<2>) -> Tensor<2> {
-        linear_act(&self.value_net, latent_vf, false)
+        match &self.flat {
+            Some(f) => on_theta(latent_vf, f, head(&f.layout.critic)),
+            None => linear_act(&self.value_net, latent_vf, false),
+        }
     }
 
     /// The policy trunk's output for flattened observations (the action head's input).
     pub fn actor_latent(&self, obs: Tensor<2>) -> Tensor<2> {
-        self.pi.forward(self.actor_view(self.features(obs)))
+        match &self.flat {
+            Some(f) => on_theta(self.actor_view(obs), f, trunk(&f.layout.actor)),
+            None => self.pi.forward(self.actor_view(self.features(obs))),
+        }
+    }
+
+    /// The distribution parameters `[B, n]` and `log_std` for flattened observations (the
+    /// trunk and the head: one fused operation on the flat path).
+    pub fn actor_params(&self, obs: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>) {
+        match &self.flat {
+            Some(f) => {
+                let params = on_theta(self.actor_view(obs), f, &f.layout.actor);
+                (params, self.flat_log_std(f))
+            }
+            None => {
+                let latent = self.actor_latent(obs);
+                let log_std = self.dist_log_std(&latent);
+                (self.action_head(latent), log_std)
+            }
+        }
+    }
+
+    /// `log_std` `[1, dim]` read from θ.
+    fn flat_log_std(&self, f: &FlatParams) -> Option<Tensor<2>> {
+        let (off, dim) = f.layout.log_std?;
+        Some(f.theta.clone().narrow(0, off, dim).unsqueeze_dim::<2>(0))
     }
 
     /// Whether the actor's and the critic's losses reach disjoint parameters (separate trunks
@@ -383,6 +422,15 @@ impl ActorCritic {
 
     /// Forward pass on flattened observations `[B, obs_flat_dim]`.
     pub fn forward(&self, obs: Tensor<2>) -> PolicyOutput {
+        if let Some(f) = &self.flat {
+            let (params, log_std) = self.actor_params(obs.clone());
+            return PolicyOutput {
+                params,
+                log_std,
+                values: on_theta(obs, f, &f.layout.critic).squeeze_dim::<1>(1),
+                latent_sde: None,
+            };
+        }
         let x = self.features(obs);
         let latent_pi = self.pi.forward(self.actor_view(x.clone()));
         let latent_vf = match &self.vf {
@@ -431,7 +479,10 @@ impl ActorCritic {
                 let var = (l.clone() * l).matmul(std.clone() * std).add_scalar(1e-6);
                 Some(var.log().mul_scalar(0.5))
             }
-            None => self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0)),
+            None => match &self.flat {
+                Some(f) => self.flat_log_std(f),
+                None => self.log_std.as_ref().map(|p| p.val().unsqueeze_dim::<2>(0)),
+            },
         }
     }
 
@@ -556,6 +607,9 @@ impl ActorCritic {
 
     /// Values `[B]` only.
     pub fn values(&self, obs: Tensor<2>) -> Tensor<1> {
+        if let Some(f) = &self.flat {
+            return on_theta(obs, f, &f.layout.critic).squeeze_dim::<1>(1);
+        }
         let x = self.features(obs);
         let latent = match &self.vf {
             Some(vf) => vf.forward(x),
@@ -570,9 +624,7 @@ impl ActorCritic {
         obs: Tensor<2>,
         actions: Tensor<2>,
     ) -> (Tensor<1>, Option<Tensor<1>>) {
-        let latent = self.actor_latent(obs);
-        let log_std = self.dist_log_std(&latent);
-        let params = self.action_head(latent);
+        let (params, log_std) = self.actor_params(obs);
         let lp = self.dist.log_prob(params.clone(), log_std.clone(), actions);
         (lp, self.dist.entropy(params, log_std))
     }
@@ -590,6 +642,22 @@ impl ActorCritic {
         let ent = self.dist.entropy(out.params, out.log_std);
         (out.values, lp, ent)
     }
+}
+
+/// `slots` of θ applied to `x`. The slots come from the policy's own layout and the inputs
+/// from its own spaces, so they always fit.
+fn on_theta(x: Tensor<2>, f: &FlatParams, slots: &[DenseSlot]) -> Tensor<2> {
+    flat_mlp(x, &f.theta, slots).expect("the flat layout fits the policy's inputs")
+}
+
+/// A network's trunk: all its layers but the head.
+fn trunk(slots: &[DenseSlot]) -> &[DenseSlot] {
+    &slots[..slots.len() - 1]
+}
+
+/// A network's head: its last layer.
+fn head(slots: &[DenseSlot]) -> &[DenseSlot] {
+    &slots[slots.len() - 1..]
 }
 
 /// `[C, H, W]` of an image observation space (`[H, W]` is one channel), for the CNN.

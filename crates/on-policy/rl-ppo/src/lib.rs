@@ -65,8 +65,47 @@ impl Learner for PpoLearner {
         let lr = self.cfg.learning_rate.at(progress);
         let clip = self.cfg.clip_range.at(progress);
         let clip_vf = self.cfg.clip_range_vf.as_ref().map(|s| s.at(progress));
-        let (od, ad) = (buf.obs_dim, buf.act_dim);
         let mut stats = PpoStats::default();
+        // The epochs step one flat parameter vector where the policy has that path; the
+        // module's tensors get it back at the end, whatever happens.
+        self.policy.begin_flat();
+        let result = self.epochs(buf, progress, lr, clip, clip_vf, &mut stats);
+        self.policy.end_flat();
+        result?;
+        Ok(stats.metrics(buf, lr, clip))
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
+        Ok(())
+    }
+}
+
+impl PpoLearner {
+    /// PPO's epochs over `buf`, minibatch by minibatch, until done or the KL early stop.
+    fn epochs(
+        &mut self,
+        buf: &RolloutBuffer,
+        progress: &Progress,
+        lr: f64,
+        clip: f64,
+        clip_vf: Option<f64>,
+        stats: &mut PpoStats,
+    ) -> Result<(), RlError> {
+        let (od, ad) = (buf.obs_dim, buf.act_dim);
         'epochs: for _ in 0..self.cfg.n_epochs {
             for idx in buf.minibatches(self.cfg.batch_size, &mut self.rng_batch) {
                 let b = idx.len();
@@ -132,29 +171,10 @@ impl Learner for PpoLearner {
                 if stats.record(&losses, cfg, progress.num_timesteps)? {
                     break 'epochs;
                 }
-                let (policy, step) = self.opt.step_flat(lr, self.policy.clone(), flat_grad);
-                self.policy = policy;
+                let step = self.policy.step(&mut self.opt, lr, flat_grad);
                 stats.grad_norms.push(step.grad_norm as f64);
             }
         }
-        Ok(stats.metrics(buf, lr, clip))
-    }
-
-    fn weights(&self) -> TensorMap {
-        module_tensors(&self.policy)
-    }
-
-    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
-    }
-
-    fn save_state(&self) -> LearnerState {
-        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
-    }
-
-    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
-        let (policy, opt) = (&mut self.policy, &mut self.opt);
-        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
         Ok(())
     }
 }
