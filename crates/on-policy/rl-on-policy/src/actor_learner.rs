@@ -525,7 +525,7 @@ struct SavedState {
 /// settings, how it builds its learner, which batches it learns from when one arrives, and
 /// its policy (what the runners get). Each [`Learner::update`] is one learner update: one
 /// policy version.
-pub trait ActorLearner: Learner<Batch = RunnerBatch> + Send + Sized {
+pub trait ActorLearner: Learner<Batch = RunnerBatch> + Sized {
     /// The hyperparameters (`algo_kwargs`).
     type Config: AlgoConfig + Serialize + Clone;
     /// The algorithm's name in configs and checkpoints.
@@ -840,9 +840,7 @@ impl<L: ActorLearner> Algorithm for ActorLearnerAgent<L> {
                 plugin.add(c.relabel_rollout_rewards(buf, g, l, &progress)?);
             }
             for b in self.learner.schedule(batch) {
-                let progress = self.progress();
-                let learner = &mut self.learner;
-                updates.add(rl_core::threads::on_pool(|| learner.update(&b, &progress))?);
+                updates.add(self.learner.update(&b, &self.progress())?);
                 self.updated();
             }
         }

@@ -542,7 +542,7 @@ impl BuildContext<'_> {
 /// What an on-policy algorithm adds to the shared agent: its hyperparameters and policy
 /// types, how it builds its learner around a fresh policy, and the policy the shell collects
 /// with. Updates, weights and checkpoint state come through [`Learner`].
-pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Send + Sized {
+pub trait OnPolicyLearner: Learner<Batch = RolloutBuffer> + Sized {
     /// The hyperparameters (`algo_kwargs`).
     type Config: OnPolicyConfig;
     /// The policy network ([`ActorCritic`] or a recurrent one).
@@ -840,9 +840,9 @@ impl<L: OnPolicyLearner> Algorithm for OnPolicyAgent<L> {
                     .take_rollouts(batches, s.gamma, s.gae_lambda, t0)?
             }
         };
-        let (learner, buf) = (&mut self.learner, &self.core.collector.buffer);
-        let progress = self.core.status.progress();
-        let mut m = rl_core::threads::on_pool(|| learner.update(buf, &progress))?;
+        let mut m = self
+            .learner
+            .update(&self.core.collector.buffer, &self.core.status.progress())?;
         if let Some(SyncRunners::Remote { runners, stale, .. }) = &self.runners {
             let restarts = runners.restarts.load(std::sync::atomic::Ordering::SeqCst);
             m.insert("perf/runner_restarts".into(), restarts as f64);

@@ -153,7 +153,7 @@ impl<L: OnPolicyLearner> PolicyLearner for L {
     }
     /// One update on the rows as a rollout (GAE's advantages; the chains do not matter).
     fn learn(&mut self, rows: RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
-        rl_core::threads::on_pool(|| self.update(&rows.buffer, progress))
+        self.update(&rows.buffer, progress)
     }
     fn policy_state(&self) -> LearnerState {
         self.save_state()
@@ -226,8 +226,7 @@ impl<A: ActorLearner> PolicyLearner for ActorLearnerPolicy<A> {
     fn learn(&mut self, rows: RunnerBatch, progress: &Progress) -> Result<Metrics, RlError> {
         let mut updates = MetricsMean::default();
         for b in self.0.schedule(rows) {
-            let learner = &mut self.0;
-            updates.add(rl_core::threads::on_pool(|| learner.update(&b, progress))?);
+            updates.add(self.0.update(&b, progress)?);
         }
         let mut m = updates.mean();
         self.0.iteration_metrics(progress, &mut m);

@@ -67,9 +67,11 @@ impl Learner for PpoLearner {
         let clip_vf = self.cfg.clip_range_vf.as_ref().map(|s| s.at(progress));
         let mut stats = PpoStats::default();
         // The epochs step one flat parameter vector where the policy has that path; the
-        // module's tensors get it back at the end, whatever happens.
+        // module's tensors get it back at the end, whatever happens. They run on a pool thread:
+        // each minibatch splits into actor and critic halves (see `threads::on_pool`).
         self.policy.begin_flat();
-        let result = self.epochs(buf, progress, lr, clip, clip_vf, &mut stats);
+        let result =
+            rl_core::threads::on_pool(|| self.epochs(buf, progress, lr, clip, clip_vf, &mut stats));
         self.policy.end_flat();
         result?;
         Ok(stats.metrics(buf, lr, clip))

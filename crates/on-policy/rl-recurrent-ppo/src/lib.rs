@@ -122,8 +122,37 @@ impl Learner for RecurrentPpoLearner {
     type Batch = RolloutBuffer;
 
     /// One PPO update over a collected rollout, minibatches of whole sequences
-    /// (sb3-contrib's `RecurrentPPO.train`, sequences capped at `sequence_length`).
+    /// (sb3-contrib's `RecurrentPPO.train`, sequences capped at `sequence_length`), on a pool
+    /// thread: each minibatch splits into actor and critic halves (see `threads::on_pool`).
     fn update(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
+        rl_core::threads::on_pool(|| self.epochs(buf, progress))
+    }
+
+    fn weights(&self) -> TensorMap {
+        module_tensors(&self.policy)
+    }
+
+    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
+        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
+    }
+
+    fn save_state(&self) -> LearnerState {
+        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
+    }
+
+    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
+        let (policy, opt) = (&mut self.policy, &mut self.opt);
+        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
+        Ok(())
+    }
+}
+
+/// A Recurrent PPO agent with its envs, ready to train.
+pub type RecurrentPpo = OnPolicyAgent<RecurrentPpoLearner>;
+
+impl RecurrentPpoLearner {
+    /// The update's epochs (see [`Learner::update`]).
+    fn epochs(&mut self, buf: &RolloutBuffer, progress: &Progress) -> Result<Metrics, RlError> {
         let cfg = &self.cfg.ppo;
         let lr = cfg.learning_rate.at(progress);
         let clip = cfg.clip_range.at(progress);
@@ -205,28 +234,7 @@ impl Learner for RecurrentPpoLearner {
         m.insert("charts/sequences".into(), seqs.len() as f64);
         Ok(m)
     }
-
-    fn weights(&self) -> TensorMap {
-        module_tensors(&self.policy)
-    }
-
-    fn set_weights(&mut self, weights: &TensorMap) -> Result<(), RlError> {
-        Ok(set_module_tensors(&mut self.policy, weights, &self.device)?)
-    }
-
-    fn save_state(&self) -> LearnerState {
-        save_with_minibatch_rng(&self.policy, &self.opt, "adam", &self.rng_batch)
-    }
-
-    fn load_state(&mut self, ck: &Checkpoint, entries: &Map<String, Value>) -> Result<(), RlError> {
-        let (policy, opt) = (&mut self.policy, &mut self.opt);
-        self.rng_batch = load_with_minibatch_rng(ck, entries, policy, opt, "adam", &self.device)?;
-        Ok(())
-    }
 }
-
-/// A Recurrent PPO agent with its envs, ready to train.
-pub type RecurrentPpo = OnPolicyAgent<RecurrentPpoLearner>;
 
 impl OnPolicyLearner for RecurrentPpoLearner {
     type Config = RecurrentPpoConfig;
