@@ -240,9 +240,9 @@ mod tests {
         out
     }
 
-    /// The fused stack against the layer-by-layer module path: the output, θ's gradient (as
-    /// the module's flat gradient) and the input's gradient equal to the bit, below and above
-    /// flex's parallel threshold; off the fused path (a strided θ is copied) the same.
+    /// The fused stack and the composition other backends use against the layer-by-layer
+    /// module path: the output, θ's gradient (as the module's flat gradient) and the input's
+    /// gradient equal to the bit, below and above flex's parallel threshold.
     #[test]
     fn flat_stack_matches_the_module_path_to_the_bit() {
         let dev = Device::flex().autodiff();
@@ -276,7 +276,11 @@ mod tests {
             let theta = Tensor::<1>::from_inner(flat_params(&net)).require_grad();
             let x2 = x();
             let y2 = flat_mlp(x2.clone(), &theta, &slots(&net)).unwrap();
-            assert_eq!(bits(y1), bits(y2.clone()), "forward {m}x{d_in}x{hidden}");
+            assert_eq!(
+                bits(y1.clone()),
+                bits(y2.clone()),
+                "forward {m}x{d_in}x{hidden}"
+            );
             let g2 = (y2 * w_out.clone()).sum().backward();
             assert_eq!(
                 x1g,
@@ -287,6 +291,19 @@ mod tests {
                 flat1,
                 to_vec1(theta.grad(&g2).unwrap()),
                 "θ gradient {m}x{d_in}"
+            );
+
+            // The composition other backends use: burn's operations on slices of θ.
+            let theta3 = Tensor::<1>::from_inner(flat_params(&net)).require_grad();
+            let x3 = x();
+            let y3 = crate::nn::flat_mlp_composed(x3.clone(), &theta3, &slots(&net));
+            assert_eq!(bits(y1), bits(y3.clone()), "composed forward {m}x{d_in}");
+            let g3 = (y3 * w_out.clone()).sum().backward();
+            assert_eq!(x1g, bits(x3.grad(&g3).unwrap()), "composed input gradient");
+            assert_eq!(
+                flat1,
+                to_vec1(theta3.grad(&g3).unwrap()),
+                "composed θ gradient"
             );
         }
     }

@@ -96,7 +96,12 @@ pub fn flat_mlp(x: Tensor<2>, theta: &Tensor<1>, slots: &[DenseSlot]) -> Result<
         Ok(y) => return Ok(y),
         Err(x) => x,
     };
-    Ok(slots.iter().fold(x, |a, s| {
+    Ok(flat_mlp_composed(x, theta, slots))
+}
+
+/// [`flat_mlp`] from burn's operations on slices of `theta` (any backend; slots checked).
+pub(crate) fn flat_mlp_composed(x: Tensor<2>, theta: &Tensor<1>, slots: &[DenseSlot]) -> Tensor<2> {
+    slots.iter().fold(x, |a, s| {
         let w = theta
             .clone()
             .narrow(0, s.w, s.d_in * s.d_out)
@@ -104,7 +109,7 @@ pub fn flat_mlp(x: Tensor<2>, theta: &Tensor<1>, slots: &[DenseSlot]) -> Result<
         let b = theta.clone().narrow(0, s.b, s.d_out).reshape([1, s.d_out]);
         let z = a.matmul(w) + b;
         if s.tanh { tanh(z) } else { z }
-    }))
+    })
 }
 
 /// Hidden-layer activation.
