@@ -5,14 +5,14 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use rl::core::buffers::compute_gae;
-use rl::core::burn::module::Module;
-use rl::core::burn::tensor::Device;
-use rl::core::env::{Env, Kwargs};
-use rl::core::optim::{FlatOptimizer, OptimizerKind};
-use rl::core::{Rng, Space, VecEnv};
-use rl::on_policy::rollout::tensor2;
-use rl::on_policy::{ActorCritic, PolicyKwargs};
+use rl_training::core::buffers::compute_gae;
+use rl_training::core::burn::module::Module;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::env::{Env, Kwargs};
+use rl_training::core::optim::{FlatOptimizer, OptimizerKind};
+use rl_training::core::{Rng, Space, VecEnv};
+use rl_training::on_policy::rollout::tensor2;
+use rl_training::on_policy::{ActorCritic, PolicyKwargs};
 use std::hint::black_box;
 
 // As the `rl` binary, so the figures match training.
@@ -23,7 +23,7 @@ fn cartpole_step(c: &mut Criterion) {
     let mut g = c.benchmark_group("cartpole");
     let n = 64;
     let envs: Vec<Box<dyn Env>> = (0..n)
-        .map(|_| rl::envs::make("CartPole-v1", &Kwargs::new()).unwrap())
+        .map(|_| rl_training::envs::make("CartPole-v1", &Kwargs::new()).unwrap())
         .collect();
     let mut v = VecEnv::new(envs).unwrap();
     v.reset(Some(0)).unwrap();
@@ -38,7 +38,8 @@ fn cartpole_step(c: &mut Criterion) {
         })
     });
     // The raw dynamics, without the Env interface.
-    let mut raw: Vec<rl::envs::classic::CartPole> = (0..n).map(|_| Default::default()).collect();
+    let mut raw: Vec<rl_training::envs::classic::CartPole> =
+        (0..n).map(|_| Default::default()).collect();
     let mut obs = [0.0f32; 4];
     for (i, e) in raw.iter_mut().enumerate() {
         e.reset(Some(i as u64), None, &mut obs).unwrap();
@@ -143,24 +144,24 @@ fn policy(c: &mut Criterion) {
 /// One DQN gradient step with the zoo CartPole settings (256-256, batch 64): target forward,
 /// online forward/backward in two halves, Adam.
 fn dqn_step(c: &mut Criterion) {
-    use rl::core::algorithm::Learner;
-    use rl::core::replay::TransitionBatch;
+    use rl_training::core::algorithm::Learner;
+    use rl_training::core::replay::TransitionBatch;
     let device = Device::flex().autodiff();
     let mut rng = Rng::seed_from(0);
-    let net = rl::dqn::QNetworkConfig {
+    let net = rl_training::dqn::QNetworkConfig {
         d_input: 4,
         n_actions: 2,
         net_arch: vec![256, 256],
         hiddens: vec![],
-        activation: rl::core::nn::Activation::Relu,
+        activation: rl_training::core::nn::Activation::Relu,
         dueling: false,
         atoms: 1,
         noisy_sigma0: None,
         head_gain: 1.0,
     }
     .init(&mut rng, &device);
-    let mut learner = rl::dqn::DqnLearner::new(
-        rl::dqn::DqnConfig::default(),
+    let mut learner = rl_training::dqn::DqnLearner::new(
+        rl_training::dqn::DqnConfig::default(),
         net,
         device,
         Rng::seed_from(1),
@@ -180,7 +181,7 @@ fn dqn_step(c: &mut Criterion) {
         lengths: vec![1; b],
     };
     c.bench_function("dqn_gradient_step_64_256x256", |bn| {
-        let progress = rl::core::Progress::default();
+        let progress = rl_training::core::Progress::default();
         bn.iter(|| black_box(learner.update(&batch, &progress).unwrap()))
     });
 }
@@ -188,11 +189,11 @@ fn dqn_step(c: &mut Criterion) {
 /// Recurrent PPO's LSTM (sb3-contrib's zoo CartPoleNoVel: 64 units, 2 inputs) over 8 sequences
 /// of 32 steps, forward and backward: burn's `Lstm::forward` against the fused one.
 fn lstm_sequence(c: &mut Criterion) {
-    use rl::core::burn::nn::LstmState;
-    use rl::core::burn::tensor::{Tensor, TensorData};
+    use rl_training::core::burn::nn::LstmState;
+    use rl_training::core::burn::tensor::{Tensor, TensorData};
     let dev = Device::flex().autodiff();
     let mut rng = Rng::seed_from(0);
-    let lstm = rl::on_policy::recurrent::lstm_torch_default(2, 64, &mut rng, &dev);
+    let lstm = rl_training::on_policy::recurrent::lstm_torch_default(2, 64, &mut rng, &dev);
     let (n, t) = (8, 32);
     let x: Vec<f32> = (0..n * t * 2)
         .map(|i| ((i % 13) as f32 - 6.0) * 0.1)
@@ -208,7 +209,7 @@ fn lstm_sequence(c: &mut Criterion) {
     });
     g.bench_function("fused", |b| {
         b.iter(|| {
-            let (out, _) = rl::core::recurrent::lstm_forward(&lstm, x.clone(), state());
+            let (out, _) = rl_training::core::recurrent::lstm_forward(&lstm, x.clone(), state());
             black_box(out.sum().backward())
         })
     });

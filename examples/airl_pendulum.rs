@@ -5,9 +5,9 @@
 //!
 //! `cargo run --release --example airl_pendulum`
 
-use rl::core::algorithm::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::algorithm::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,14 +19,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &["total_timesteps=20000".into()],
             "sac_pendulum.yaml",
         )?;
-        let mut sac = rl::sac::Sac::new(&sac_run, &rl::make_training_env, &dev)?;
+        let mut sac = rl_training::sac::Sac::new(&sac_run, &rl_training::make_training_env, &dev)?;
         while sac.num_timesteps() < sac_run.total_timesteps {
             sac.train()?;
         }
         std::fs::create_dir_all("data")?;
-        let mut env = rl::envs::make("Pendulum-v1", &Default::default())?;
+        let mut env = rl_training::envs::make("Pendulum-v1", &Default::default())?;
         // 20 episodes, no ε-random actions, env seeds from 100.
-        let rows = rl::offline::record_parts(&mut sac, env.as_mut(), demos, &[(20, 0.0, 100)])?;
+        let rows =
+            rl_training::offline::record_parts(&mut sac, env.as_mut(), demos, &[(20, 0.0, 100)])?;
         let ret = rows.rewards.iter().map(|&r| r as f64).sum::<f64>() / 20.0;
         println!("expert: 20 episodes, mean return {ret:.1}");
     }
@@ -36,8 +37,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &[],
         "airl_pendulum.yaml",
     )?;
-    let mut airl = rl::gail::Gail::new(&run, &rl::make_training_env, &dev)?;
-    let mut env = rl::make_eval_env(&run)?;
+    let mut airl = rl_training::gail::Gail::new(&run, &rl_training::make_training_env, &dev)?;
+    let mut env = rl_training::make_eval_env(&run)?;
     let mut next_eval = run.eval_freq;
     while airl.num_timesteps() < run.total_timesteps {
         let m = airl.train()?;

@@ -3,9 +3,9 @@
 //!
 //! `cargo run --release --example bc_cartpole`
 
-use rl::core::algorithm::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::algorithm::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,13 +13,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = Path::new("data/cartpole_expert.parquet");
     if !data.exists() {
         let ppo_run = RunConfig::from_yaml(include_str!("configs/ppo_cartpole.yaml"), &[], "ppo")?;
-        let mut ppo = rl::build(&ppo_run, &dev)?;
+        let mut ppo = rl_training::build(&ppo_run, &dev)?;
         while ppo.num_timesteps() < ppo_run.total_timesteps {
             ppo.train()?;
         }
         std::fs::create_dir_all("data")?;
-        let mut env = rl::envs::make("CartPole-v1", &Default::default())?;
-        let d = rl::offline::record_parts(ppo.as_mut(), env.as_mut(), data, &[(50, 0.0, 100)])?;
+        let mut env = rl_training::envs::make("CartPole-v1", &Default::default())?;
+        let d = rl_training::offline::record_parts(
+            ppo.as_mut(),
+            env.as_mut(),
+            data,
+            &[(50, 0.0, 100)],
+        )?;
         println!(
             "recorded {} rows of {} expert episodes",
             d.len(),
@@ -31,8 +36,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &[],
         "bc_cartpole.yaml",
     )?;
-    let mut bc = rl::bc::new(&run, &rl::make_training_env, &dev)?;
-    let mut env = rl::make_eval_env(&run)?;
+    let mut bc = rl_training::bc::new(&run, &rl_training::make_training_env, &dev)?;
+    let mut env = rl_training::make_eval_env(&run)?;
     while bc.num_timesteps() < run.total_timesteps {
         let m = bc.train()?;
         if bc.num_timesteps() % run.eval_freq < 256 {

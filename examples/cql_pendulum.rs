@@ -4,9 +4,9 @@
 //!
 //! `cargo run --release --example cql_pendulum`
 
-use rl::core::algorithm::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::algorithm::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,25 +18,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &["total_timesteps=50000".into()],
             "sac_pendulum.yaml",
         )?;
-        let mut sac = rl::sac::Sac::new(&sac_run, &rl::make_training_env, &dev)?;
+        let mut sac = rl_training::sac::Sac::new(&sac_run, &rl_training::make_training_env, &dev)?;
         while sac.num_timesteps() < sac_run.total_timesteps {
             sac.train()?;
         }
         // SAC stores squashed actions in [−1, 1]; the dataset holds the env's [−2, 2].
-        let rows = rl::offline::from_replay(&sac.replay().chronological(), 1, |a| vec![2.0 * a[0]]);
-        let env = rl::envs::make("Pendulum-v1", &Default::default())?;
-        let spec =
-            rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
+        let rows = rl_training::offline::from_replay(&sac.replay().chronological(), 1, |a| {
+            vec![2.0 * a[0]]
+        });
+        let env = rl_training::envs::make("Pendulum-v1", &Default::default())?;
+        let spec = rl_training::offline::DatasetSpec::from_spaces(
+            env.observation_space(),
+            env.action_space(),
+        );
         std::fs::create_dir_all("data")?;
-        rl::offline::write_dataset(data, &rows, &spec)?;
+        rl_training::offline::write_dataset(data, &rows, &spec)?;
     }
     let run = RunConfig::from_yaml(
         include_str!("configs/cql_pendulum.yaml"),
         &[],
         "cql_pendulum.yaml",
     )?;
-    let mut cql = rl::cql::Cql::new(&run, &rl::make_training_env, &dev)?;
-    let mut env = rl::make_eval_env(&run)?;
+    let mut cql = rl_training::cql::Cql::new(&run, &rl_training::make_training_env, &dev)?;
+    let mut env = rl_training::make_eval_env(&run)?;
     while cql.num_timesteps() < run.total_timesteps {
         let m = cql.train()?;
         if cql.learner().grad_steps() % 500 == 0 {

@@ -1,21 +1,21 @@
 //! DQN on CartPole-v1 from its parts, CleanRL-style: the env, the replay buffer, the
-//! Q-network and its target, rl-dqn's loss terms and the optimizer in one visible loop (vanilla
+//! Q-network and its target, rl-training-dqn's loss terms and the optimizer in one visible loop (vanilla
 //! DQN with rl-zoo's settings; the library's `Dqn` adds the Rainbow options and vector envs).
 //!
 //! `cargo run --release --example dqn_from_parts [TOTAL_TIMESTEPS]` (default 50 000)
 
-use rl::core::Rng;
-use rl::core::algorithm::evaluate_episodes;
-use rl::core::batch::{host, tensor1, tensor2};
-use rl::core::burn::module::Module;
-use rl::core::burn::tensor::Device;
-use rl::core::nn::Activation;
-use rl::core::optim::{FlatOptimizer, OptimizerKind};
-use rl::core::params::flat_grads;
-use rl::core::replay::{NStep, Replay, ReplayConfig};
-use rl::core::vec_env::VecEnv;
-use rl::dqn::{QNetworkConfig, TdLoss, loss};
-use rl::off_policy::linear_epsilon;
+use rl_training::core::Rng;
+use rl_training::core::algorithm::evaluate_episodes;
+use rl_training::core::batch::{host, tensor1, tensor2};
+use rl_training::core::burn::module::Module;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::nn::Activation;
+use rl_training::core::optim::{FlatOptimizer, OptimizerKind};
+use rl_training::core::params::flat_grads;
+use rl_training::core::replay::{NStep, Replay, ReplayConfig};
+use rl_training::core::vec_env::VecEnv;
+use rl_training::dqn::{QNetworkConfig, TdLoss, loss};
+use rl_training::off_policy::linear_epsilon;
 
 /// The hyperparameters (rl-zoo's CartPole-v1 row).
 const LEARNING_RATE: f64 = 2.3e-3;
@@ -35,7 +35,7 @@ const MAX_GRAD_NORM: f64 = 10.0;
 fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Error>> {
     let device = Device::flex().autodiff();
     let infer = device.clone().inner();
-    let make = || rl::envs::make("CartPole-v1", &Default::default());
+    let make = || rl_training::envs::make("CartPole-v1", &Default::default());
     let mut env = VecEnv::new(vec![make()?])?;
     let (od, n_actions) = (env.obs_dim(), env.action_space().flat_dim());
     let mut obs = env.reset(Some(seed))?.to_vec();

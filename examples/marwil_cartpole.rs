@@ -4,9 +4,9 @@
 //!
 //! `cargo run --release --example marwil_cartpole`
 
-use rl::core::algorithm::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::algorithm::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -14,25 +14,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = Path::new("data/cartpole_mixed.parquet");
     if !data.exists() {
         let ppo_run = RunConfig::from_yaml(include_str!("configs/ppo_cartpole.yaml"), &[], "ppo")?;
-        let mut ppo = rl::build(&ppo_run, &dev)?;
+        let mut ppo = rl_training::build(&ppo_run, &dev)?;
         while ppo.num_timesteps() < ppo_run.total_timesteps {
             ppo.train()?;
         }
         std::fs::create_dir_all("data")?;
-        let mut env = rl::envs::make("CartPole-v1", &Default::default())?;
+        let mut env = rl_training::envs::make("CartPole-v1", &Default::default())?;
         let parts = [(25, 0.0, 200), (25, 0.5, 300)];
-        rl::offline::record_parts(ppo.as_mut(), env.as_mut(), data, &parts)?;
+        rl_training::offline::record_parts(ppo.as_mut(), env.as_mut(), data, &parts)?;
     }
     let text = include_str!("configs/marwil_cartpole.yaml");
     let run = RunConfig::from_yaml(text, &[], "marwil_cartpole.yaml")?;
-    let mut marwil = rl::marwil::Marwil::new(&run, &rl::make_training_env, &dev)?;
+    let mut marwil = rl_training::marwil::Marwil::new(&run, &rl_training::make_training_env, &dev)?;
     let bc_run = RunConfig::from_yaml(
         include_str!("configs/bc_cartpole.yaml"),
         &[format!("offline_data.input={}", data.display())],
         "bc_cartpole.yaml",
     )?;
-    let mut bc = rl::bc::new(&bc_run, &rl::make_training_env, &dev)?;
-    let mut env = rl::make_eval_env(&run)?;
+    let mut bc = rl_training::bc::new(&bc_run, &rl_training::make_training_env, &dev)?;
+    let mut env = rl_training::make_eval_env(&run)?;
     while marwil.num_timesteps() < run.total_timesteps {
         let m = marwil.train()?;
         bc.train()?;

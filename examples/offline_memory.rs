@@ -8,10 +8,10 @@
 //! over it (batches of 8,192 rows, a 100,000-row window) and prints, as JSON, the rows trained,
 //! the seconds taken, the final evaluation and the peak resident memory (`VmHWM`).
 
-use rl::core::algorithm::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
-use rl::offline::{DatasetSpec, ParquetWriter, Step, Transitions};
+use rl_training::core::algorithm::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
+use rl_training::offline::{DatasetSpec, ParquetWriter, Step, Transitions};
 use std::path::Path;
 
 fn peak_rss_mb() -> f64 {
@@ -26,11 +26,11 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn generate(path: &Path, gb: f64) -> Result<(), Box<dyn std::error::Error>> {
-    let env = rl::envs::make("CartPole-v1", &Default::default())?;
+    let env = rl_training::envs::make("CartPole-v1", &Default::default())?;
     let spec = DatasetSpec::from_spaces(env.observation_space(), env.action_space());
     let rows_per_group = 65_536;
     let mut w = ParquetWriter::create(path, &spec, false, rows_per_group)?;
-    let mut rng = rl::core::Rng::seed_from(0);
+    let mut rng = rl_training::core::Rng::seed_from(0);
     let mut eps = 0i64;
     let mut t = 0i64;
     let target = (gb * 1e9) as u64;
@@ -74,20 +74,20 @@ fn generate(path: &Path, gb: f64) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn train(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let rows = rl::offline::ParquetDataset::open(path)?.num_rows() as u64;
+    let rows = rl_training::offline::ParquetDataset::open(path)?.num_rows() as u64;
     let y = format!(
         "algorithm: bc\nenv_id: CartPole-v1\ntotal_timesteps: {rows}\noffline_data: {{input: {}, shuffle_buffer_size: 100000}}\nalgo_kwargs: {{batch_size: 8192, learning_rate: 1.0e-3, policy_kwargs: {{net_arch: [64, 64]}}}}\n",
         path.display()
     );
     let run = RunConfig::from_yaml(&y, &[], "offline_memory")?;
-    let mut bc = rl::bc::new(&run, &rl::make_training_env, &Device::flex())?;
+    let mut bc = rl_training::bc::new(&run, &rl_training::make_training_env, &Device::flex())?;
     let t = std::time::Instant::now();
     let mut epochs = 0.0;
     while bc.num_timesteps() < run.total_timesteps {
         epochs = bc.train()?["offline/epochs"];
     }
     let secs = t.elapsed().as_secs_f64();
-    let mut env = rl::make_eval_env(&run)?;
+    let mut env = rl_training::make_eval_env(&run)?;
     let ret = bc.evaluate(env.as_mut(), 10, true, 1)?.mean_return;
     println!(
         "{}",

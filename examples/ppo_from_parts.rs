@@ -1,21 +1,21 @@
 //! PPO on CartPole-v1 from its parts, CleanRL-style: the vector env, the rollout collector
-//! (GAE), rl-ppo's loss terms and the optimizer in one visible loop. The library's `Ppo` runs
+//! (GAE), rl-training-ppo's loss terms and the optimizer in one visible loop. The library's `Ppo` runs
 //! the same steps (SB3's defaults for CartPole: 8 envs, 32 steps, 20 epochs, minibatches of
 //! 256); this file shows where each one happens.
 //!
 //! `cargo run --release --example ppo_from_parts [TOTAL_TIMESTEPS]` (default 100 000)
 
-use rl::core::Rng;
-use rl::core::algorithm::evaluate_episodes;
-use rl::core::batch::{tensor1, tensor2};
-use rl::core::buffers::RolloutBuffer;
-use rl::core::burn::module::Module;
-use rl::core::burn::tensor::Device;
-use rl::core::optim::{FlatOptimizer, OptimizerKind};
-use rl::core::params::flat_grads;
-use rl::core::vec_env::VecEnv;
-use rl::on_policy::{ActorCritic, PolicyKwargs, RolloutCollector};
-use rl::ppo::loss;
+use rl_training::core::Rng;
+use rl_training::core::algorithm::evaluate_episodes;
+use rl_training::core::batch::{tensor1, tensor2};
+use rl_training::core::buffers::RolloutBuffer;
+use rl_training::core::burn::module::Module;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::optim::{FlatOptimizer, OptimizerKind};
+use rl_training::core::params::flat_grads;
+use rl_training::core::vec_env::VecEnv;
+use rl_training::on_policy::{ActorCritic, PolicyKwargs, RolloutCollector};
+use rl_training::ppo::loss;
 
 /// The hyperparameters (rl-zoo's CartPole-v1 row).
 const N_ENVS: usize = 8;
@@ -34,7 +34,7 @@ const MAX_GRAD_NORM: f64 = 0.5;
 fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Error>> {
     let device = Device::flex().autodiff();
     let infer = device.clone().inner();
-    let make = || rl::envs::make("CartPole-v1", &Default::default());
+    let make = || rl_training::envs::make("CartPole-v1", &Default::default());
     let envs = (0..N_ENVS).map(|_| make()).collect::<Result<Vec<_>, _>>()?;
     let venv = VecEnv::new(envs)?;
     let (obs_space, act_space) = (

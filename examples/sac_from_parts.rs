@@ -1,22 +1,22 @@
 //! SAC on Pendulum-v1 from its parts, CleanRL-style: the env, the replay buffer, the actor,
-//! twin critics and their Polyak targets, the learned entropy coefficient, rl-sac's loss terms
+//! twin critics and their Polyak targets, the learned entropy coefficient, rl-training-sac's loss terms
 //! and the optimizers in one visible loop (SB3's defaults, learning rate 1e-3; the library's
 //! `Sac` adds discrete actions, vector envs and the two-core batch split).
 //!
 //! `cargo run --release --example sac_from_parts [TOTAL_TIMESTEPS]` (default 20 000)
 
-use rl::core::Rng;
-use rl::core::algorithm::evaluate_episodes;
-use rl::core::batch::{host, tensor1, tensor2};
-use rl::core::burn::module::Module;
-use rl::core::burn::tensor::{Device, Tensor};
-use rl::core::nn::Activation;
-use rl::core::optim::{FlatOptimizer, OptimizerKind};
-use rl::core::params::{flat_grads, polyak};
-use rl::core::replay::{NStep, Replay, ReplayConfig};
-use rl::core::vec_env::VecEnv;
-use rl::sac::loss::{self, ScalarAdam};
-use rl::sac::{Actor, Critics};
+use rl_training::core::Rng;
+use rl_training::core::algorithm::evaluate_episodes;
+use rl_training::core::batch::{host, tensor1, tensor2};
+use rl_training::core::burn::module::Module;
+use rl_training::core::burn::tensor::{Device, Tensor};
+use rl_training::core::nn::Activation;
+use rl_training::core::optim::{FlatOptimizer, OptimizerKind};
+use rl_training::core::params::{flat_grads, polyak};
+use rl_training::core::replay::{NStep, Replay, ReplayConfig};
+use rl_training::core::vec_env::VecEnv;
+use rl_training::sac::loss::{self, ScalarAdam};
+use rl_training::sac::{Actor, Critics};
 
 /// The hyperparameters (SB3's SAC defaults; rl-zoo's learning rate for Pendulum).
 const LEARNING_RATE: f64 = 1e-3;
@@ -30,7 +30,7 @@ const NET_ARCH: [usize; 2] = [256, 256];
 /// of 10 evaluation episodes.
 fn train(total_timesteps: u64, seed: u64) -> Result<f64, Box<dyn std::error::Error>> {
     let (device, infer) = (Device::flex().autodiff(), Device::flex());
-    let make = || rl::envs::make("Pendulum-v1", &Default::default());
+    let make = || rl_training::envs::make("Pendulum-v1", &Default::default());
     let mut env = VecEnv::new(vec![make()?])?;
     let od = env.obs_dim();
     let (low, high) = match env.action_space().bounds() {

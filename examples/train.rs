@@ -5,8 +5,8 @@
 //! `cargo run --release --example train -- examples/configs/dqn_cartpole.yaml [key=value …]`
 //! (default config: `examples/configs/ppo_cartpole.yaml`; `key=value` as `rl train --set`).
 
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -16,8 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let overrides: Vec<String> = args.collect();
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let run = RunConfig::from_yaml(&text, &overrides, &path)?;
-    let mut agent = rl::build(&run, &Device::flex())?;
-    let mut env = rl::make_eval_env(&run)?;
+    let mut agent = rl_training::build(&run, &Device::flex())?;
+    let mut env = rl_training::make_eval_env(&run)?;
     let mut next_eval = run.eval_freq;
     while agent.num_timesteps() < run.total_timesteps {
         let m = agent.train()?;

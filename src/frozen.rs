@@ -1,13 +1,13 @@
 //! Frozen policies of multi-agent runs loaded from checkpoints of any algorithm
 //! (`multi_agent.policies.<id>.checkpoint`).
 
-use rl_core::algorithm::{Algorithm, RlError};
-use rl_core::burn::tensor::Device;
-use rl_core::config::ConfigError;
-use rl_core::env::{EnvError, Kwargs};
-use rl_core::multi_agent::{FrozenSource, HeuristicPolicy, MultiAgentAlgorithm};
-use rl_core::rng::Rng;
-use rl_core::spaces::Space;
+use rl_training_core::algorithm::{Algorithm, RlError};
+use rl_training_core::burn::tensor::Device;
+use rl_training_core::config::ConfigError;
+use rl_training_core::env::{EnvError, Kwargs};
+use rl_training_core::multi_agent::{FrozenSource, HeuristicPolicy, MultiAgentAlgorithm};
+use rl_training_core::rng::Rng;
+use rl_training_core::spaces::Space;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -82,7 +82,7 @@ fn mismatch(dir: &Path, what: &str, theirs: &Space, ours: &Space) -> RlError {
     ))
 }
 
-/// A frozen policy of a multi-agent run ([`rl_core::multi_agent::FrozenMaker`]): an env's
+/// A frozen policy of a multi-agent run ([`rl_training_core::multi_agent::FrozenMaker`]): an env's
 /// heuristic, or the policy of a checkpoint of any algorithm (a single-agent run's, or policy
 /// `policy` of a multi-agent run's), checked against the agents' spaces. Loading keeps the
 /// run's kernel level; the policy acts on `device`.
@@ -99,10 +99,10 @@ pub fn frozen_policy(
         action_space,
     } = source
     else {
-        return rl_envs::multi_agent::frozen(env_id, kwargs, source);
+        return rl_training_envs::multi_agent::frozen(env_id, kwargs, source);
     };
-    let ck = rl_core::checkpoint::read_checkpoint(dir)?;
-    let run = rl_core::checkpoint::read_run_config(&ck)?;
+    let ck = rl_training_core::checkpoint::read_checkpoint(dir)?;
+    let run = rl_training_core::checkpoint::read_run_config(&ck)?;
     let (loaded, (obs, act)) = if crate::is_multi_agent(&run) {
         let a = crate::load_multi_agent_as_saved(dir, &ck.algorithm, device)?;
         if !a.core().learned_ids().iter().any(|id| id == policy) {

@@ -1,10 +1,10 @@
 //! The `rl` command-line interface.
 
 use clap::{Parser, Subcommand};
-use rl::core::algorithm::RlError;
-use rl::core::config::{ConfigError, RunConfig};
-use rl::core::device::parse_device;
-use rl::core::runner::{default_run_dir, run_training_until};
+use rl_training::core::algorithm::RlError;
+use rl_training::core::config::{ConfigError, RunConfig};
+use rl_training::core::device::parse_device;
+use rl_training::core::runner::{default_run_dir, run_training_until};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -208,8 +208,8 @@ struct ScaleOut {
 /// The learner's end of a broker run: the link the algorithm takes its batches through and
 /// the local runner processes (dropped after the algorithm, which posts the run's end).
 struct BrokerSide {
-    link: rl::broker::BrokerLink,
-    local: Option<rl::scale_out::LocalRunners>,
+    link: rl_training::broker::BrokerLink,
+    local: Option<rl_training::scale_out::LocalRunners>,
 }
 
 /// Connects `scale.broker` for `run` and starts the local runners.
@@ -224,21 +224,21 @@ fn broker_side(
     let run_id = scale
         .run_id
         .clone()
-        .unwrap_or_else(|| rl::scale_out::default_run_id(run));
-    let broker = rl::scale_out::connect(url, &run_id)?;
+        .unwrap_or_else(|| rl_training::scale_out::default_run_id(run));
+    let broker = rl_training::scale_out::connect(url, &run_id)?;
     eprintln!("run {run_id} on {url}: runners join with `rl runner --broker {url} --run {run_id}`");
     let (local, restarts) = match scale.local_runners.filter(|&n| n > 0) {
         None => (None, Default::default()),
         Some(n) => {
             let exe = std::env::current_exe()
                 .map_err(|e| RlError::Other(format!("the rl binary's path: {e}")))?;
-            let l = rl::scale_out::LocalRunners::start(&exe, n, url, &run_id, device)?;
+            let l = rl_training::scale_out::LocalRunners::start(&exe, n, url, &run_id, device)?;
             let r = l.restarts.clone();
             (Some(l), r)
         }
     };
     Ok(Some(BrokerSide {
-        link: rl::broker::BrokerLink { broker, restarts },
+        link: rl_training::broker::BrokerLink { broker, restarts },
         local,
     }))
 }
@@ -282,18 +282,18 @@ fn main() -> ExitCode {
 }
 
 /// The device named in a config or on the command line.
-fn device_named(name: &str) -> Result<rl::core::burn::tensor::Device, RlError> {
+fn device_named(name: &str) -> Result<rl_training::core::burn::tensor::Device, RlError> {
     parse_device(name).map_err(|e| RlError::Config(ConfigError::new("device", e)))
 }
 
 /// Trains `algo` for `run` into `out` (or a fresh run directory) and prints the summary line.
 fn train_and_report(
-    algo: &mut dyn rl::core::Algorithm,
+    algo: &mut dyn rl_training::core::Algorithm,
     run: &RunConfig,
     out: Option<PathBuf>,
     quiet: bool,
 ) -> Result<(), RlError> {
-    let mut eval_env = rl::make_eval_env(run)?;
+    let mut eval_env = rl_training::make_eval_env(run)?;
     let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
     let summary = run_training_until(
         algo,
@@ -309,14 +309,14 @@ fn train_and_report(
 
 /// [`train_and_report`] for a multi-agent run.
 fn train_multi_agent_and_report(
-    algo: &mut dyn rl::core::multi_agent::MultiAgentAlgorithm,
+    algo: &mut dyn rl_training::core::multi_agent::MultiAgentAlgorithm,
     run: &RunConfig,
     out: Option<PathBuf>,
     quiet: bool,
 ) -> Result<(), RlError> {
-    let mut eval_env = rl::make_multi_agent_eval_env(run)?;
+    let mut eval_env = rl_training::make_multi_agent_eval_env(run)?;
     let dir = out.unwrap_or_else(|| default_run_dir(std::path::Path::new("runs"), run));
-    let summary = rl::core::runner::run_multi_agent_until(
+    let summary = rl_training::core::runner::run_multi_agent_until(
         algo,
         run,
         eval_env.as_mut(),
@@ -356,16 +356,16 @@ fn real_main() -> Result<ExitCode, RlError> {
             }
             let dev = device_named(&run.device)?;
             if let Some(side) = broker_side(&scale, &run, None)? {
-                let mut algo = rl::scale_out::build_with_broker(&run, &dev, &side.link)?;
+                let mut algo = rl_training::scale_out::build_with_broker(&run, &dev, &side.link)?;
                 train_and_report(algo.as_mut(), &run, out, quiet)?;
                 // The algorithm posts the run's end as it goes; then the runners are stopped.
                 drop(algo);
                 drop(side.local);
-            } else if rl::is_multi_agent(&run) {
-                let mut algo = rl::build_multi_agent(&run, &dev)?;
+            } else if rl_training::is_multi_agent(&run) {
+                let mut algo = rl_training::build_multi_agent(&run, &dev)?;
                 train_multi_agent_and_report(algo.as_mut(), &run, out, quiet)?;
             } else {
-                let mut algo = rl::build(&run, &dev)?;
+                let mut algo = rl_training::build(&run, &dev)?;
                 train_and_report(algo.as_mut(), &run, out, quiet)?;
             }
         }
@@ -376,11 +376,11 @@ fn real_main() -> Result<ExitCode, RlError> {
             seed,
             device,
         } => {
-            let run = rl::checkpoint_config(&checkpoint)?;
+            let run = rl_training::checkpoint_config(&checkpoint)?;
             let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
-            if rl::is_multi_agent(&run) {
-                let mut algo = rl::load_multi_agent(&checkpoint, &dev)?;
-                let mut env = rl::make_multi_agent_eval_env(&run)?;
+            if rl_training::is_multi_agent(&run) {
+                let mut algo = rl_training::load_multi_agent(&checkpoint, &dev)?;
+                let mut env = rl_training::make_multi_agent_eval_env(&run)?;
                 let r = algo.evaluate(
                     env.as_mut(),
                     episodes,
@@ -393,8 +393,8 @@ fn real_main() -> Result<ExitCode, RlError> {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut algo = rl::load(&checkpoint, &dev)?;
-            let mut env = rl::make_eval_env(&run)?;
+            let mut algo = rl_training::load(&checkpoint, &dev)?;
+            let mut env = rl_training::make_eval_env(&run)?;
             let r = algo.evaluate(
                 env.as_mut(),
                 episodes,
@@ -414,7 +414,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             quiet,
             scale,
         } => {
-            let mut run = rl::checkpoint_config(&checkpoint)?;
+            let mut run = rl_training::checkpoint_config(&checkpoint)?;
             if let Some(d) = device {
                 run.device = d;
             }
@@ -427,7 +427,8 @@ fn real_main() -> Result<ExitCode, RlError> {
                 )));
             }
             if let Some(side) = broker_side(&scale, &run, None)? {
-                let mut algo = rl::scale_out::load_with_broker(&checkpoint, &dev, &side.link)?;
+                let mut algo =
+                    rl_training::scale_out::load_with_broker(&checkpoint, &dev, &side.link)?;
                 if let Some(t) = total_timesteps {
                     algo.set_total_timesteps(t);
                     run.total_timesteps = t;
@@ -437,8 +438,8 @@ fn real_main() -> Result<ExitCode, RlError> {
                 drop(side.local);
                 return Ok(ExitCode::SUCCESS);
             }
-            if rl::is_multi_agent(&run) {
-                let mut algo = rl::load_multi_agent(&checkpoint, &dev)?;
+            if rl_training::is_multi_agent(&run) {
+                let mut algo = rl_training::load_multi_agent(&checkpoint, &dev)?;
                 if let Some(t) = total_timesteps {
                     algo.set_total_timesteps(t);
                     run.total_timesteps = t;
@@ -446,7 +447,7 @@ fn real_main() -> Result<ExitCode, RlError> {
                 train_multi_agent_and_report(algo.as_mut(), &run, out, quiet)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut algo = rl::load(&checkpoint, &dev)?;
+            let mut algo = rl_training::load(&checkpoint, &dev)?;
             if let Some(t) = total_timesteps {
                 algo.set_total_timesteps(t);
                 run.total_timesteps = t;
@@ -474,8 +475,8 @@ fn real_main() -> Result<ExitCode, RlError> {
                     }
                 });
             }
-            let b = rl::scale_out::connect(&broker, &run)?;
-            let s = rl::scale_out::serve_runner(&b, device.as_deref(), &INTERRUPTED)?;
+            let b = rl_training::scale_out::connect(&broker, &run)?;
+            let s = rl_training::scale_out::serve_runner(&b, device.as_deref(), &INTERRUPTED)?;
             println!(
                 "{}",
                 serde_json::json!({"runner": s.runner, "batches": s.batches, "restarts": s.restarts})
@@ -490,9 +491,9 @@ fn real_main() -> Result<ExitCode, RlError> {
             n,
         } => {
             let run = format!("overhead-{}", std::process::id());
-            let b = rl::scale_out::connect(&broker, &run)?;
+            let b = rl_training::scale_out::connect(&broker, &run)?;
             let (bytes, us) =
-                rl::scale_out::broker_overhead(&b, n_steps, n_envs, obs_dim, act_dim, n)?;
+                rl_training::scale_out::broker_overhead(&b, n_steps, n_envs, obs_dim, act_dim, n)?;
             println!(
                 "{}",
                 serde_json::json!({"batch_bytes": bytes, "batches": n, "us_per_batch": us})
@@ -505,10 +506,10 @@ fn real_main() -> Result<ExitCode, RlError> {
             device,
             ..
         } => {
-            let run = rl::checkpoint_config(&checkpoint)?;
+            let run = rl_training::checkpoint_config(&checkpoint)?;
             let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
-            let (rows, spec) = rl::replay_dataset(&checkpoint, &dev)?;
-            rl::offline::write_dataset(&out, &rows, &spec)?;
+            let (rows, spec) = rl_training::replay_dataset(&checkpoint, &dev)?;
+            rl_training::offline::write_dataset(&out, &rows, &spec)?;
             println!(
                 "{}",
                 serde_json::json!({"out": out.display().to_string(), "episodes": rows.num_episodes(), "rows": rows.len()})
@@ -524,7 +525,7 @@ fn real_main() -> Result<ExitCode, RlError> {
             out,
             device,
         } => {
-            let run = rl::checkpoint_config(&checkpoint)?;
+            let run = rl_training::checkpoint_config(&checkpoint)?;
             if run.normalize.obs {
                 return Err(RlError::Config(ConfigError::new(
                     checkpoint.display().to_string(),
@@ -533,19 +534,21 @@ fn real_main() -> Result<ExitCode, RlError> {
                 )));
             }
             let dev = device_named(device.as_deref().unwrap_or(&run.device))?;
-            let mut algo = rl::load(&checkpoint, &dev)?;
-            let mut env = rl::make_eval_env(&run)?;
-            let opts = rl::offline::RecordOptions {
+            let mut algo = rl_training::load(&checkpoint, &dev)?;
+            let mut env = rl_training::make_eval_env(&run)?;
+            let opts = rl_training::offline::RecordOptions {
                 episodes,
                 epsilon,
                 seed: seed.unwrap_or(run.eval_seed()),
                 deterministic: !stochastic,
                 first_eps_id: 0,
             };
-            let data = rl::offline::record(algo.as_mut(), env.as_mut(), &opts)?;
-            let spec =
-                rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
-            rl::offline::write_dataset(&out, &data, &spec)?;
+            let data = rl_training::offline::record(algo.as_mut(), env.as_mut(), &opts)?;
+            let spec = rl_training::offline::DatasetSpec::from_spaces(
+                env.observation_space(),
+                env.action_space(),
+            );
+            rl_training::offline::write_dataset(&out, &data, &spec)?;
             let ends = data.episode_ends();
             let mut returns = Vec::with_capacity(ends.len());
             let mut start = 0;
@@ -586,18 +589,18 @@ fn real_main() -> Result<ExitCode, RlError> {
             };
             // A trial config is checked by building its algorithm (keys, values, env id).
             let validate = |run: &RunConfig| -> Result<(), RlError> {
-                rl::build(run, &device_named(&run.device)?).map(|_| ())
+                rl_training::build(run, &device_named(&run.device)?).map(|_| ())
             };
             let rl_exe = std::env::current_exe()
                 .map_err(|e| RlError::Other(format!("the rl executable: {e}")))?;
-            let opts = rl::tune::Options {
+            let opts = rl_training::tune::Options {
                 rl_exe,
                 show_table: !quiet,
                 interrupt: Some(&INTERRUPTED),
                 poll: std::time::Duration::from_millis(200),
             };
-            let state = match rl::tune::tune(config.as_deref(), &dir, &validate, &opts) {
-                Err(rl::tune::TuneError::Interrupted(d)) => {
+            let state = match rl_training::tune::tune(config.as_deref(), &dir, &validate, &opts) {
+                Err(rl_training::tune::TuneError::Interrupted(d)) => {
                     eprintln!("interrupted; continue with `rl tune --resume {d}`");
                     return Ok(ExitCode::from(EXIT_INTERRUPTED));
                 }
@@ -611,7 +614,7 @@ fn real_main() -> Result<ExitCode, RlError> {
                     "dir": dir.display().to_string(),
                     "trials": state.trials.len(),
                     "best_trial": best.map(|t| t.name()),
-                    "best_params": best.map(|t| rl::tune::space::describe(&t.variant.params)),
+                    "best_params": best.map(|t| rl_training::tune::space::describe(&t.variant.params)),
                     "best_last_metric": last,
                     "best_best_metric": top,
                     "results": dir.join("results.csv").display().to_string(),
@@ -620,7 +623,7 @@ fn real_main() -> Result<ExitCode, RlError> {
         }
         Cmd::Envs => {
             use std::io::Write;
-            let reg = rl::envs::registry();
+            let reg = rl_training::envs::registry();
             let mut out = std::io::stdout().lock();
             for id in reg.ids() {
                 let env = reg.make(id, &Default::default())?;
@@ -637,8 +640,8 @@ fn real_main() -> Result<ExitCode, RlError> {
                     return Ok(ExitCode::SUCCESS);
                 }
             }
-            for id in rl::envs::multi_agent_ids() {
-                let env = rl::envs::make_multi_agent_env(id, &Default::default())?;
+            for id in rl_training::envs::multi_agent_ids() {
+                let env = rl_training::envs::make_multi_agent_env(id, &Default::default())?;
                 let agents = env.possible_agents();
                 let first = &agents[0];
                 let line = format!(
@@ -654,8 +657,8 @@ fn real_main() -> Result<ExitCode, RlError> {
             }
         }
         Cmd::CheckEnv { id, steps } => {
-            let mut env = rl::envs::make(&id, &Default::default())?;
-            let report = rl::core::checker::check_env(env.as_mut(), steps);
+            let mut env = rl_training::envs::make(&id, &Default::default())?;
+            let report = rl_training::core::checker::check_env(env.as_mut(), steps);
             for w in &report.warnings {
                 println!("warning: {w}");
             }

@@ -1,14 +1,14 @@
 //! Runs whose env runners (IMPALA, APPO asynchronous; PPO, A2C, TRPO synchronous; DQN, SAC
 //! filling the learner's replay, Ape-X style; all with `num_env_runners`) or workers
-//! (OpenAI-ES, ARS) are processes, over a NATS JetStream broker ([`rl_broker`]): the learner
+//! (OpenAI-ES, ARS) are processes, over a NATS JetStream broker ([`rl_training_broker`]): the learner
 //! side (`rl train CONFIG --broker URL`), the runner side (`rl runner --broker URL --run ID`)
 //! and a supervisor of local runner processes (`--local-runners N`).
 
-use rl_broker::{Auth, Broker, BrokerConfig};
-use rl_broker::{BrokerLink, RunInfo, ServeSummary};
-use rl_core::algorithm::{Algorithm, RlError};
-use rl_core::burn::tensor::Device;
-use rl_core::config::{ConfigError, RunConfig};
+use rl_training_broker::{Auth, Broker, BrokerConfig};
+use rl_training_broker::{BrokerLink, RunInfo, ServeSummary};
+use rl_training_core::algorithm::{Algorithm, RlError};
+use rl_training_core::burn::tensor::Device;
+use rl_training_core::config::{ConfigError, RunConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -74,21 +74,33 @@ pub fn build_with_broker(
     run.apply_process_settings()?;
     let env = &crate::make_training_env;
     match run.algorithm.to_ascii_lowercase().as_str() {
-        "impala" => Ok(Box::new(rl_impala::Impala::with_broker(
+        "impala" => Ok(Box::new(rl_training_impala::Impala::with_broker(
             run, env, device, link,
         )?)),
-        "appo" => Ok(Box::new(rl_appo::Appo::with_broker(
+        "appo" => Ok(Box::new(rl_training_appo::Appo::with_broker(
             run, env, device, link,
         )?)),
-        "ppo" => Ok(Box::new(rl_ppo::Ppo::with_broker(run, env, device, link)?)),
-        "a2c" => Ok(Box::new(rl_a2c::A2c::with_broker(run, env, device, link)?)),
-        "trpo" => Ok(Box::new(rl_trpo::Trpo::with_broker(
+        "ppo" => Ok(Box::new(rl_training_ppo::Ppo::with_broker(
             run, env, device, link,
         )?)),
-        "dqn" => Ok(Box::new(rl_dqn::Dqn::with_broker(run, env, device, link)?)),
-        "sac" => Ok(Box::new(rl_sac::Sac::with_broker(run, env, device, link)?)),
-        "es" => Ok(Box::new(rl_es::Es::with_broker(run, env, device, link)?)),
-        "ars" => Ok(Box::new(rl_ars::Ars::with_broker(run, env, device, link)?)),
+        "a2c" => Ok(Box::new(rl_training_a2c::A2c::with_broker(
+            run, env, device, link,
+        )?)),
+        "trpo" => Ok(Box::new(rl_training_trpo::Trpo::with_broker(
+            run, env, device, link,
+        )?)),
+        "dqn" => Ok(Box::new(rl_training_dqn::Dqn::with_broker(
+            run, env, device, link,
+        )?)),
+        "sac" => Ok(Box::new(rl_training_sac::Sac::with_broker(
+            run, env, device, link,
+        )?)),
+        "es" => Ok(Box::new(rl_training_es::Es::with_broker(
+            run, env, device, link,
+        )?)),
+        "ars" => Ok(Box::new(rl_training_ars::Ars::with_broker(
+            run, env, device, link,
+        )?)),
         other => Err(unsupported(other)),
     }
 }
@@ -103,31 +115,31 @@ pub fn load_with_broker(
     run.apply_process_settings()?;
     let env = &crate::make_training_env;
     match run.algorithm.to_ascii_lowercase().as_str() {
-        "impala" => Ok(Box::new(rl_impala::Impala::load_with_broker(
+        "impala" => Ok(Box::new(rl_training_impala::Impala::load_with_broker(
             dir, env, device, link,
         )?)),
-        "appo" => Ok(Box::new(rl_appo::Appo::load_with_broker(
+        "appo" => Ok(Box::new(rl_training_appo::Appo::load_with_broker(
             dir, env, device, link,
         )?)),
-        "ppo" => Ok(Box::new(rl_ppo::Ppo::load_with_broker(
+        "ppo" => Ok(Box::new(rl_training_ppo::Ppo::load_with_broker(
             dir, env, device, link,
         )?)),
-        "a2c" => Ok(Box::new(rl_a2c::A2c::load_with_broker(
+        "a2c" => Ok(Box::new(rl_training_a2c::A2c::load_with_broker(
             dir, env, device, link,
         )?)),
-        "trpo" => Ok(Box::new(rl_trpo::Trpo::load_with_broker(
+        "trpo" => Ok(Box::new(rl_training_trpo::Trpo::load_with_broker(
             dir, env, device, link,
         )?)),
-        "dqn" => Ok(Box::new(rl_dqn::Dqn::load_with_broker(
+        "dqn" => Ok(Box::new(rl_training_dqn::Dqn::load_with_broker(
             dir, env, device, link,
         )?)),
-        "sac" => Ok(Box::new(rl_sac::Sac::load_with_broker(
+        "sac" => Ok(Box::new(rl_training_sac::Sac::load_with_broker(
             dir, env, device, link,
         )?)),
-        "es" => Ok(Box::new(rl_es::Es::load_with_broker(
+        "es" => Ok(Box::new(rl_training_es::Es::load_with_broker(
             dir, env, device, link,
         )?)),
-        "ars" => Ok(Box::new(rl_ars::Ars::load_with_broker(
+        "ars" => Ok(Box::new(rl_training_ars::Ars::load_with_broker(
             dir, env, device, link,
         )?)),
         other => Err(unsupported(other)),
@@ -150,22 +162,22 @@ pub fn serve_runner(
     let info = board.info(Duration::from_secs(wait))?;
     let run = joined_run(&info)?;
     run.apply_process_settings()?;
-    let dev = rl_core::device::parse_device(device.unwrap_or(&run.device))
+    let dev = rl_training_core::device::parse_device(device.unwrap_or(&run.device))
         .map_err(|e| RlError::Config(ConfigError::new("device", e)))?;
     let env = &crate::make_training_env;
-    use rl_evolution::remote::serve_worker as worker;
-    use rl_off_policy::runners::serve_apex_runner as apex;
-    use rl_on_policy::remote::{serve_runner as serve, serve_sync_runner as sync};
+    use rl_training_evolution::remote::serve_worker as worker;
+    use rl_training_off_policy::runners::serve_apex_runner as apex;
+    use rl_training_on_policy::remote::{serve_runner as serve, serve_sync_runner as sync};
     match info.algorithm.as_str() {
-        "impala" => serve::<rl_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
-        "appo" => serve::<rl_appo::AppoLearner>(broker, &run, env, &dev, stop),
-        "ppo" => sync::<rl_ppo::PpoLearner>(broker, &run, env, &dev, stop),
-        "a2c" => sync::<rl_a2c::A2cLearner>(broker, &run, env, &dev, stop),
-        "trpo" => sync::<rl_trpo::TrpoLearner>(broker, &run, env, &dev, stop),
-        "dqn" => apex::<rl_dqn::DqnLearner>(broker, &run, env, &dev, stop),
-        "sac" => apex::<rl_sac::SacLearner>(broker, &run, env, &dev, stop),
-        "es" => worker::<rl_es::EsLearner>(broker, &run, env, stop),
-        "ars" => worker::<rl_ars::ArsLearner>(broker, &run, env, stop),
+        "impala" => serve::<rl_training_impala::ImpalaLearner>(broker, &run, env, &dev, stop),
+        "appo" => serve::<rl_training_appo::AppoLearner>(broker, &run, env, &dev, stop),
+        "ppo" => sync::<rl_training_ppo::PpoLearner>(broker, &run, env, &dev, stop),
+        "a2c" => sync::<rl_training_a2c::A2cLearner>(broker, &run, env, &dev, stop),
+        "trpo" => sync::<rl_training_trpo::TrpoLearner>(broker, &run, env, &dev, stop),
+        "dqn" => apex::<rl_training_dqn::DqnLearner>(broker, &run, env, &dev, stop),
+        "sac" => apex::<rl_training_sac::SacLearner>(broker, &run, env, &dev, stop),
+        "es" => worker::<rl_training_es::EsLearner>(broker, &run, env, stop),
+        "ars" => worker::<rl_training_ars::ArsLearner>(broker, &run, env, stop),
         other => Err(unsupported(other)),
     }
 }
@@ -182,10 +194,10 @@ pub fn broker_overhead(
     act_dim: usize,
     n: usize,
 ) -> Result<(usize, f64), RlError> {
-    use rl_broker::{BatchMeta, Wire};
-    use rl_on_policy::actor_learner::RunnerBatch;
+    use rl_training_broker::{BatchMeta, Wire};
+    use rl_training_on_policy::actor_learner::RunnerBatch;
     let batch = RunnerBatch {
-        buffer: rl_core::buffers::RolloutBuffer::new(n_steps, n_envs, obs_dim, act_dim),
+        buffer: rl_training_core::buffers::RolloutBuffer::new(n_steps, n_envs, obs_dim, act_dim),
         last_obs: vec![0.0; n_envs * obs_dim],
         last_dones: vec![0.0; n_envs],
         chains: Vec::new(),
@@ -213,7 +225,7 @@ pub fn broker_overhead(
 
 /// The run's config from its info, checked against this binary's version.
 pub fn joined_run(info: &RunInfo) -> Result<RunConfig, RlError> {
-    info.check_version(&rl_broker::protocol_version())?;
+    info.check_version(&rl_training_broker::protocol_version())?;
     RunConfig::from_yaml(&info.config_yaml, &[], "the run's config (from the broker)")
         .map_err(RlError::Config)
 }

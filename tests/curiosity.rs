@@ -5,18 +5,18 @@
 
 mod common;
 
-use rl::core::algorithm::{Algorithm, Learner};
-use rl::core::buffers::compute_gae;
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
-use rl::dqn::Dqn;
-use rl::ppo::Ppo;
+use rl_training::core::algorithm::{Algorithm, Learner};
+use rl_training::core::buffers::compute_gae;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
+use rl_training::dqn::Dqn;
+use rl_training::ppo::Ppo;
 
 /// A small ICM, so that the tests stay quick.
 const SMALL_ICM: &str = "curiosity: {type: icm, feature_dim: 8, feature_net_hiddens: [16], inverse_net_hiddens: [16], forward_net_hiddens: [16], minibatch_size: 16}\n";
 
 /// The algorithms that take no plugin (offline, GAIL/AIRL, evolution, DreamerV3); every
-/// other one of `rl::ALGORITHMS` must train with it.
+/// other one of `rl_training::ALGORITHMS` must train with it.
 const REFUSING: [&str; 7] = ["bc", "marwil", "cql", "gail", "es", "ars", "dreamerv3"];
 
 /// A small RND.
@@ -33,13 +33,15 @@ fn frozen_lake(algorithm: &str, kwargs: &str) -> RunConfig {
 
 #[test]
 fn every_online_algorithm_trains_with_the_plugin() {
-    let online = rl::ALGORITHMS.iter().filter(|a| !REFUSING.contains(a));
+    let online = rl_training::ALGORITHMS
+        .iter()
+        .filter(|a| !REFUSING.contains(a));
     for (plugin, loss) in [(SMALL_ICM, "losses/icm_loss"), (SMALL_RND, "losses/rnd")] {
         for &name in online.clone() {
             let y = format!("{}{plugin}", common::tiny(name, 64));
             let run = RunConfig::from_yaml(&y, &[], name).unwrap();
             let mut alg =
-                rl::build(&run, &Device::flex()).unwrap_or_else(|e| panic!("{name}: {e}"));
+                rl_training::build(&run, &Device::flex()).unwrap_or_else(|e| panic!("{name}: {e}"));
             let mut seen = None;
             while alg.num_timesteps() < run.total_timesteps {
                 let m = alg.train().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -60,7 +62,7 @@ fn every_online_algorithm_trains_with_the_plugin() {
 #[test]
 fn the_on_policy_bonus_is_in_the_rewards_gae_saw() {
     let run = frozen_lake("ppo", "{n_steps: 32, batch_size: 16, n_epochs: 1}");
-    let mut ppo = Ppo::new(&run, &rl::make_training_env, &Device::flex()).unwrap();
+    let mut ppo = Ppo::new(&run, &rl_training::make_training_env, &Device::flex()).unwrap();
     ppo.train().unwrap();
     let b = ppo.rollout_buffer();
     // Without the truncation bootstraps the rewards are the env's (0, or 1 at the goal) plus
@@ -108,7 +110,7 @@ fn the_off_policy_bonus_is_recomputed_on_replay_and_never_stored() {
         "dqn",
         "{learning_starts: 16, train_freq: 4, batch_size: 8, exploration_fraction: 1.0}",
     );
-    let mut dqn = Dqn::new(&run, &rl::make_training_env, &Device::flex()).unwrap();
+    let mut dqn = Dqn::new(&run, &rl_training::make_training_env, &Device::flex()).unwrap();
     let mut bonuses = Vec::new();
     while dqn.num_timesteps() < 800 {
         let m = dqn.train().unwrap();
@@ -134,10 +136,10 @@ fn the_off_policy_bonus_is_recomputed_on_replay_and_never_stored() {
 fn resume_with_the_plugin_is_bit_identical() {
     let dev = Device::flex();
     let run = frozen_lake("ppo", "{n_steps: 16, batch_size: 16, n_epochs: 2}");
-    rl::envs::testing::assert_resumes_bit_identically(
+    rl_training::envs::testing::assert_resumes_bit_identically(
         (2, 2),
-        || Ppo::new(&run, &rl::make_training_env, &dev).unwrap(),
-        |dir| Ppo::load(dir, &rl::make_training_env, &dev).unwrap(),
+        || Ppo::new(&run, &rl_training::make_training_env, &dev).unwrap(),
+        |dir| Ppo::load(dir, &rl_training::make_training_env, &dev).unwrap(),
         |a| a.learner().weights(),
         "ppo-icm",
     );
@@ -149,10 +151,10 @@ fn resume_with_the_plugin_is_bit_identical() {
     )
     .unwrap()
     .curiosity;
-    rl::envs::testing::assert_resumes_bit_identically(
+    rl_training::envs::testing::assert_resumes_bit_identically(
         (2, 2),
-        || Ppo::new(&run, &rl::make_training_env, &dev).unwrap(),
-        |dir| Ppo::load(dir, &rl::make_training_env, &dev).unwrap(),
+        || Ppo::new(&run, &rl_training::make_training_env, &dev).unwrap(),
+        |dir| Ppo::load(dir, &rl_training::make_training_env, &dev).unwrap(),
         |a| a.learner().weights(),
         "ppo-rnd",
     );
@@ -160,10 +162,10 @@ fn resume_with_the_plugin_is_bit_identical() {
         "dqn",
         "{learning_starts: 16, train_freq: 4, batch_size: 8, store_buffer_in_checkpoints: true}",
     );
-    rl::envs::testing::assert_resumes_bit_identically(
+    rl_training::envs::testing::assert_resumes_bit_identically(
         (8, 8),
-        || Dqn::new(&run, &rl::make_training_env, &dev).unwrap(),
-        |dir| Dqn::load(dir, &rl::make_training_env, &dev).unwrap(),
+        || Dqn::new(&run, &rl_training::make_training_env, &dev).unwrap(),
+        |dir| Dqn::load(dir, &rl_training::make_training_env, &dev).unwrap(),
         |a| a.learner().weights(),
         "dqn-icm",
     );
@@ -174,7 +176,7 @@ fn offline_imitation_and_evolution_algorithms_refuse_the_plugin_by_name() {
     for name in REFUSING {
         let y = format!("{}{SMALL_ICM}", common::tiny(name, 64));
         let run = RunConfig::from_yaml(&y, &[], name).unwrap();
-        let e = rl::build(&run, &Device::flex())
+        let e = rl_training::build(&run, &Device::flex())
             .err()
             .unwrap_or_else(|| panic!("{name} took it"));
         assert!(e.to_string().contains("curiosity"), "{name}: {e}");
@@ -188,6 +190,9 @@ fn a_bad_plugin_config_is_an_error_naming_the_field() {
         common::tiny("ppo", 64)
     );
     let run = RunConfig::from_yaml(&y, &[], "ppo").unwrap();
-    let e = rl::build(&run, &Device::flex()).err().unwrap().to_string();
+    let e = rl_training::build(&run, &Device::flex())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("curiosity.forward_loss_weight"), "{e}");
 }

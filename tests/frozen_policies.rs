@@ -2,9 +2,9 @@
 //! (`multi_agent.policies.<id>.checkpoint`): they act exactly as the saved policy, travel
 //! inside the run's own checkpoints, and bad sources are errors naming the policy.
 
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
-use rl::core::env::Kwargs;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
+use rl_training::core::env::Kwargs;
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -21,7 +21,7 @@ fn tmp(name: &str) -> PathBuf {
 /// A briefly trained single-agent run of `name`, saved in `dir`.
 fn saved(name: &str, dir: &Path) {
     let run = RunConfig::from_yaml(&tiny(name, 256), &[], name).unwrap();
-    let mut alg = rl::build(&run, &Device::flex()).unwrap();
+    let mut alg = rl_training::build(&run, &Device::flex()).unwrap();
     while alg.num_timesteps() < 256 {
         alg.train().unwrap();
     }
@@ -47,7 +47,7 @@ fn cartpole_returns(
     seeds: impl Iterator<Item = u64>,
     mut act: impl FnMut(&[f32]) -> Vec<f32>,
 ) -> f64 {
-    let mut env = rl::envs::make("CartPole-v1", &Kwargs::new()).unwrap();
+    let mut env = rl_training::envs::make("CartPole-v1", &Kwargs::new()).unwrap();
     let (mut total, mut n) = (0.0, 0);
     for seed in seeds {
         let mut obs = vec![0.0; 4];
@@ -72,7 +72,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
     // A DQN checkpoint acts for agent "1" of a PPO run.
     let dqn_dir = d.join("dqn");
     saved("dqn", &dqn_dir);
-    let mut dqn = rl::load(&dqn_dir, &dev).unwrap();
+    let mut dqn = rl_training::load(&dqn_dir, &dev).unwrap();
     let eval_seed = 100;
     let episodes = 3;
     // Episode e of the evaluation resets copy i with eval_seed + e + i.
@@ -81,7 +81,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
     });
 
     let run = run_with(&format!("{{checkpoint: {}}}", yaml_path(&dqn_dir)));
-    let mut ma = rl::build_multi_agent(&run, &dev).unwrap();
+    let mut ma = rl_training::build_multi_agent(&run, &dev).unwrap();
     assert_eq!(
         ma.policy_map().to_train,
         ["p0"],
@@ -93,7 +93,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
         !m.keys().any(|k| k.starts_with("policies/p1/losses")),
         "p1 does not learn"
     );
-    let mut eval_env = rl::make_multi_agent_eval_env(&run).unwrap();
+    let mut eval_env = rl_training::make_multi_agent_eval_env(&run).unwrap();
     let before = ma
         .evaluate(eval_env.as_mut(), episodes as usize, true, eval_seed)
         .unwrap();
@@ -108,7 +108,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
     ma.save(&ma_dir).unwrap();
     assert!(ma_dir.join("frozen/p1/checkpoint.json").exists());
     std::fs::remove_dir_all(&dqn_dir).unwrap();
-    let mut back = rl::load_multi_agent(&ma_dir, &dev).unwrap();
+    let mut back = rl_training::load_multi_agent(&ma_dir, &dev).unwrap();
     let after = back
         .evaluate(eval_env.as_mut(), episodes as usize, true, eval_seed)
         .unwrap();
@@ -116,7 +116,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
     back.train().unwrap();
 
     // Policy p0 of that multi-agent checkpoint acts frozen in another run.
-    let mut p0 = rl::load_multi_agent(&ma_dir, &dev).unwrap();
+    let mut p0 = rl_training::load_multi_agent(&ma_dir, &dev).unwrap();
     let expected_p0 = cartpole_returns((0..episodes).map(|e| eval_seed + e + 1), |o| {
         p0.predict("p0", o, true).unwrap()
     });
@@ -124,7 +124,7 @@ fn checkpoint_policies_act_as_saved_and_travel_inside_the_runs_checkpoint() {
         "{{checkpoint: {}, checkpoint_policy: p0}}",
         yaml_path(&ma_dir)
     ));
-    let mut ma2 = rl::build_multi_agent(&run2, &dev).unwrap();
+    let mut ma2 = rl_training::build_multi_agent(&run2, &dev).unwrap();
     let e2 = ma2
         .evaluate(eval_env.as_mut(), episodes as usize, true, eval_seed)
         .unwrap();
@@ -148,17 +148,17 @@ fn a_recurrent_checkpoint_keeps_each_agents_state() {
     let y = "algorithm: recurrent_ppo\nenv_id: CartPole-v1\ntotal_timesteps: 8192\nn_envs: 2\nseed: 3\n\
              algo_kwargs: {n_steps: 128, batch_size: 128, n_epochs: 4, lstm_hidden_size: 16}\n";
     let run = RunConfig::from_yaml(y, &[], "recurrent").unwrap();
-    let mut alg = rl::build(&run, &dev).unwrap();
+    let mut alg = rl_training::build(&run, &dev).unwrap();
     while alg.num_timesteps() < 8192 {
         alg.train().unwrap();
     }
     alg.save(&rec_dir).unwrap();
-    let mut rec = rl::load(&rec_dir, &dev).unwrap();
+    let mut rec = rl_training::load(&rec_dir, &dev).unwrap();
     let (eval_seed, episodes) = (100, 3);
     // `predict` carries the state within an episode; reset it at every episode start.
     let mut per_copy = Vec::new();
     for copy in [1, 2] {
-        let mut env = rl::envs::make("CartPole-v1", &Kwargs::new()).unwrap();
+        let mut env = rl_training::envs::make("CartPole-v1", &Kwargs::new()).unwrap();
         let (mut total, mut obs) = (0.0, vec![0.0; 4]);
         for e in 0..episodes {
             rec.reset_predict_state();
@@ -185,8 +185,8 @@ fn a_recurrent_checkpoint_keeps_each_agents_state() {
         yaml_path(&rec_dir)
     );
     let run = RunConfig::from_yaml(&y, &[], "frozen-recurrent").unwrap();
-    let mut ma = rl::build_multi_agent(&run, &dev).unwrap();
-    let mut eval_env = rl::make_multi_agent_eval_env(&run).unwrap();
+    let mut ma = rl_training::build_multi_agent(&run, &dev).unwrap();
+    let mut eval_env = rl_training::make_multi_agent_eval_env(&run).unwrap();
     let e = ma
         .evaluate(eval_env.as_mut(), episodes as usize, true, eval_seed)
         .unwrap();
@@ -198,17 +198,17 @@ fn a_recurrent_checkpoint_keeps_each_agents_state() {
         );
     }
     // Resume in the middle of the frozen agents' episodes: the same as going on.
-    let metrics = |ma: &mut Box<dyn rl::core::multi_agent::MultiAgentAlgorithm>| {
-        rl::envs::testing::comparable_metrics(&ma.train().unwrap())
+    let metrics = |ma: &mut Box<dyn rl_training::core::multi_agent::MultiAgentAlgorithm>| {
+        rl_training::envs::testing::comparable_metrics(&ma.train().unwrap())
     };
-    let mut a = rl::build_multi_agent(&run, &dev).unwrap();
+    let mut a = rl_training::build_multi_agent(&run, &dev).unwrap();
     let straight: Vec<_> = (0..3).map(|_| metrics(&mut a)).collect();
-    let mut b = rl::build_multi_agent(&run, &dev).unwrap();
+    let mut b = rl_training::build_multi_agent(&run, &dev).unwrap();
     let mut resumed = vec![metrics(&mut b)];
     let dir = d.join("ma");
     b.save(&dir).unwrap();
     drop(b);
-    let mut c = rl::load_multi_agent(&dir, &dev).unwrap();
+    let mut c = rl_training::load_multi_agent(&dir, &dev).unwrap();
     resumed.extend((0..2).map(|_| metrics(&mut c)));
     assert_eq!(straight, resumed, "metrics differ after resume");
     let _ = std::fs::remove_dir_all(&d);
@@ -218,7 +218,7 @@ fn a_recurrent_checkpoint_keeps_each_agents_state() {
 fn bad_checkpoint_policies_are_errors_naming_the_policy() {
     let d = tmp("bad");
     let dev = Device::flex();
-    let err = |run: &RunConfig| match rl::build_multi_agent(run, &dev) {
+    let err = |run: &RunConfig| match rl_training::build_multi_agent(run, &dev) {
         Ok(_) => panic!("built"),
         Err(e) => e.to_string(),
     };
@@ -251,7 +251,7 @@ fn bad_checkpoint_policies_are_errors_naming_the_policy() {
     );
     // A multi-agent checkpoint without that policy.
     let ma_dir = d.join("ma");
-    let ma = rl::build_multi_agent(&run_with("{}"), &dev).unwrap();
+    let ma = rl_training::build_multi_agent(&run_with("{}"), &dev).unwrap();
     ma.save(&ma_dir).unwrap();
     let e = err(&run_with(&format!(
         "{{checkpoint: {}, checkpoint_policy: p7}}",

@@ -1,4 +1,4 @@
-//! Every algorithm of `rl::ALGORITHMS` through the traits only: build the learner from a
+//! Every algorithm of `rl_training::ALGORITHMS` through the traits only: build the learner from a
 //! config, collect one batch with an acting side made from the learner's weights alone,
 //! update through `Learner`, check that an acting side given the new weights acts as the
 //! learner's policy does, and round-trip weights and learner state (a restored learner's next
@@ -6,28 +6,28 @@
 
 mod common;
 
-use rl::core::Rng;
-use rl::core::algorithm::{Learner, LearnerState, Progress};
-use rl::core::batch::{flatten_batch, tensor2};
-use rl::core::burn::module::Module;
-use rl::core::burn::tensor::Device;
-use rl::core::checkpoint::{read_checkpoint, write_checkpoint};
-use rl::core::config::{AlgoConfig, RunConfig};
-use rl::core::params::{TensorMap, load_module_tensors};
-use rl::core::{Env, Space};
-use rl::evolution::{Evaluated, EvolutionCore, Strategy};
-use rl::off_policy::{ActMode, Collector, Feed, OffPolicyActor, OffPolicyLearner};
-use rl::offline::{OfflineCore, OfflineLearner};
-use rl::on_policy::actor_learner::{ActorLearner, EnvRunner};
-use rl::on_policy::rollout::{RolloutCollector, RolloutPolicy};
-use rl::on_policy::{ActorCritic, BuildContext, OnPolicyConfig, OnPolicyLearner};
+use rl_training::core::Rng;
+use rl_training::core::algorithm::{Learner, LearnerState, Progress};
+use rl_training::core::batch::{flatten_batch, tensor2};
+use rl_training::core::burn::module::Module;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::checkpoint::{read_checkpoint, write_checkpoint};
+use rl_training::core::config::{AlgoConfig, RunConfig};
+use rl_training::core::params::{TensorMap, load_module_tensors};
+use rl_training::core::{Env, Space};
+use rl_training::evolution::{Evaluated, EvolutionCore, Strategy};
+use rl_training::off_policy::{ActMode, Collector, Feed, OffPolicyActor, OffPolicyLearner};
+use rl_training::offline::{OfflineCore, OfflineLearner};
+use rl_training::on_policy::actor_learner::{ActorLearner, EnvRunner};
+use rl_training::on_policy::rollout::{RolloutCollector, RolloutPolicy};
+use rl_training::on_policy::{ActorCritic, BuildContext, OnPolicyConfig, OnPolicyLearner};
 
 fn run_of(name: &str) -> RunConfig {
     RunConfig::from_yaml(&common::tiny(name, 256), &[], name).unwrap()
 }
 
 fn spaces(run: &RunConfig) -> (Space, Space) {
-    let env = rl::make_training_env(run).unwrap();
+    let env = rl_training::make_training_env(run).unwrap();
     (env.observation_space().clone(), env.action_space().clone())
 }
 
@@ -108,7 +108,8 @@ fn on_policy<L: OnPolicyLearner>(name: &str) {
     };
     let mut l = learner(1);
     let s = cfg.rollout_settings();
-    let venv = rl::core::agent::make_vec_env(&run, &rl::make_training_env).unwrap();
+    let venv =
+        rl_training::core::agent::make_vec_env(&run, &rl_training::make_training_env).unwrap();
     let mut collector = RolloutCollector::new(venv, s.n_steps, 5).unwrap();
     let policy = acting(&l.weights());
     collector.set_state_dim(policy.state_dim());
@@ -151,14 +152,14 @@ fn actor_learner<L: ActorLearner>(name: &str) {
     let settings = L::settings(&cfg).runner;
     let mut runner = EnvRunner::new(
         &run,
-        &rl::make_training_env,
+        &rl_training::make_training_env,
         settings,
         0,
         template(99),
         infer.clone(),
     )
     .unwrap();
-    use rl::core::actor_learner::{Runner, Versioned};
+    use rl_training::core::actor_learner::{Runner, Versioned};
     let published = Versioned {
         version: 0,
         weights: l.weights(),
@@ -185,7 +186,8 @@ fn off_policy<L: OffPolicyLearner>(name: &str) {
     let mut l = learner();
     let s = L::settings(&cfg);
     let actor = L::actor_from_weights(&cfg, (&o, &a), &l.weights(), &infer).unwrap();
-    let venv = rl::core::agent::make_vec_env(&run, &rl::make_training_env).unwrap();
+    let venv =
+        rl_training::core::agent::make_vec_env(&run, &rl_training::make_training_env).unwrap();
     let mut collector = Collector::new(venv, 5).unwrap();
     let act_dim = L::stored_action_dim(&a).unwrap();
     let mut replay = s.replay.build(run.n_envs, o.flat_dim(), act_dim);
@@ -229,7 +231,8 @@ fn offline<L: OfflineLearner>(name: &str) {
     let learner = || L::build(cfg.clone(), &run, (&o, &a), dev.clone()).unwrap();
     let mut l = learner();
     let s = L::settings(&cfg);
-    let mut data = OfflineCore::new(&run, &rl::make_training_env, None, s.returns_gamma).unwrap();
+    let mut data =
+        OfflineCore::new(&run, &rl_training::make_training_env, None, s.returns_gamma).unwrap();
     let batch = data.batch(s.batch_size).unwrap();
     update(name, &mut l, &batch);
     // Offline policies act only in `predict`: a learner given the weights acts the same.
@@ -250,7 +253,8 @@ fn evolution<L: Strategy>(name: &str) {
     let run = run_of(name);
     let cfg = L::Config::from_kwargs(&run.algo_kwargs).unwrap();
     let settings = L::core_settings(&cfg);
-    let (mut core, params) = EvolutionCore::new(&run, &rl::make_training_env, &settings).unwrap();
+    let (mut core, params) =
+        EvolutionCore::new(&run, &rl_training::make_training_env, &settings).unwrap();
     let noise = core.noise.clone();
     let learner = || L::build(cfg.clone(), params.clone(), noise.clone());
     let mut l = learner();
@@ -275,26 +279,26 @@ fn evolution<L: Strategy>(name: &str) {
 
 #[test]
 fn every_algorithm_through_the_traits() {
-    for &name in rl::ALGORITHMS {
+    for &name in rl_training::ALGORITHMS {
         match name {
-            "ppo" => on_policy::<rl::ppo::PpoLearner>(name),
-            "a2c" => on_policy::<rl::a2c::A2cLearner>(name),
-            "trpo" => on_policy::<rl::trpo::TrpoLearner>(name),
-            "ppg" => on_policy::<rl::ppg::PpgLearner>(name),
-            "recurrent_ppo" => on_policy::<rl::recurrent_ppo::RecurrentPpoLearner>(name),
-            "gail" => on_policy::<rl::gail::GailLearner>(name),
-            "impala" => actor_learner::<rl::impala::ImpalaLearner>(name),
-            "appo" => actor_learner::<rl::appo::AppoLearner>(name),
-            "dqn" => off_policy::<rl::dqn::DqnLearner>(name),
-            "sac" => off_policy::<rl::sac::SacLearner>(name),
-            "awr" => off_policy::<rl::awr::AwrLearner>(name),
-            "bc" => offline::<rl::bc::BcLearner>(name),
-            "marwil" => offline::<rl::marwil::MarwilLearner>(name),
-            "cql" => offline::<rl::cql::CqlLearner>(name),
-            "es" => evolution::<rl::es::EsLearner>(name),
-            "ars" => evolution::<rl::ars::ArsLearner>(name),
+            "ppo" => on_policy::<rl_training::ppo::PpoLearner>(name),
+            "a2c" => on_policy::<rl_training::a2c::A2cLearner>(name),
+            "trpo" => on_policy::<rl_training::trpo::TrpoLearner>(name),
+            "ppg" => on_policy::<rl_training::ppg::PpgLearner>(name),
+            "recurrent_ppo" => on_policy::<rl_training::recurrent_ppo::RecurrentPpoLearner>(name),
+            "gail" => on_policy::<rl_training::gail::GailLearner>(name),
+            "impala" => actor_learner::<rl_training::impala::ImpalaLearner>(name),
+            "appo" => actor_learner::<rl_training::appo::AppoLearner>(name),
+            "dqn" => off_policy::<rl_training::dqn::DqnLearner>(name),
+            "sac" => off_policy::<rl_training::sac::SacLearner>(name),
+            "awr" => off_policy::<rl_training::awr::AwrLearner>(name),
+            "bc" => offline::<rl_training::bc::BcLearner>(name),
+            "marwil" => offline::<rl_training::marwil::MarwilLearner>(name),
+            "cql" => offline::<rl_training::cql::CqlLearner>(name),
+            "es" => evolution::<rl_training::es::EsLearner>(name),
+            "ars" => evolution::<rl_training::ars::ArsLearner>(name),
             "dreamerv3" => model_based(name),
-            other => panic!("{other} is in rl::ALGORITHMS but not checked here"),
+            other => panic!("{other} is in rl_training::ALGORITHMS but not checked here"),
         }
     }
 }
@@ -302,9 +306,9 @@ fn every_algorithm_through_the_traits() {
 /// DreamerV3: a batch of windows from a sequence replay filled by an acting side made from
 /// the learner's weights alone (its world model and actor).
 fn model_based(name: &str) {
-    use rl::dreamerv3::agent::{ActState, act};
-    use rl::dreamerv3::{DreamerV3Config, DreamerV3Learner, Pick};
-    use rl::model_based::{SequenceReplay, StepRow};
+    use rl_training::dreamerv3::agent::{ActState, act};
+    use rl_training::dreamerv3::{DreamerV3Config, DreamerV3Learner, Pick};
+    use rl_training::model_based::{SequenceReplay, StepRow};
     let run = run_of(name);
     let cfg = DreamerV3Config::from_kwargs(&run.algo_kwargs).unwrap();
     let (o, a) = spaces(&run);
@@ -321,7 +325,7 @@ fn model_based(name: &str) {
     };
     let mut l = learner(1);
     let side = acting(&l.weights());
-    let mut env = rl::make_training_env(&run).unwrap();
+    let mut env = rl_training::make_training_env(&run).unwrap();
     let mut obs = vec![0.0; o.raw_dim()];
     env.reset(Some(5), None, &mut obs).unwrap();
     let (mut state, mut rng) = (ActState::fresh(1, &side, k), Rng::seed_from(3));

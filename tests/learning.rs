@@ -6,12 +6,12 @@
 //! filling the learner's replay, Ape-X style) ≥ 475 within 50k; SAC Pendulum-v1 ≥ −200 at 20k. `#[ignore]`d: `cargo xtask learn` runs them (nats-server on PATH or
 //! `RL_NATS_SERVER`).
 
-use rl::broker::BrokerLink;
-use rl::broker::NatsServer;
-use rl::core::Algorithm;
-use rl::core::burn::tensor::Device;
-use rl::envs::testing;
-use rl::scale_out::{LocalRunners, connect};
+use rl_training::broker::BrokerLink;
+use rl_training::broker::NatsServer;
+use rl_training::core::Algorithm;
+use rl_training::core::burn::tensor::Device;
+use rl_training::envs::testing;
+use rl_training::scale_out::{LocalRunners, connect};
 use std::path::Path;
 
 #[global_allocator]
@@ -57,7 +57,7 @@ fn with_broker<T>(
     name: &str,
     config: &str,
     seed: u64,
-    learn: impl FnOnce(&mut dyn Algorithm, &rl::core::config::RunConfig) -> T,
+    learn: impl FnOnce(&mut dyn Algorithm, &rl_training::core::config::RunConfig) -> T,
 ) -> (T, String) {
     let store = std::env::temp_dir().join(format!("rl-learn-broker-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&store);
@@ -84,7 +84,7 @@ fn with_broker<T>(
         broker,
         restarts: runners.restarts.clone(),
     };
-    let mut alg = rl::scale_out::build_with_broker(&run, &Device::flex(), &link).unwrap();
+    let mut alg = rl_training::scale_out::build_with_broker(&run, &Device::flex(), &link).unwrap();
     let out = learn(alg.as_mut(), &run);
     // The learner posts the run's end; then the runners are stopped.
     drop(alg);

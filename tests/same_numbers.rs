@@ -8,8 +8,8 @@
 //! caches), so the test is `#[ignore]`d: `cargo xtask same-numbers [--record]` runs it at each
 //! level, `RL_SAME_NUMBERS=record` rewrites this level's table.
 
-use rl::core::burn::tensor::Device;
-use rl::core::config::RunConfig;
+use rl_training::core::burn::tensor::Device;
+use rl_training::core::config::RunConfig;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ mod common;
 
 /// Every case: a label and its config (`total_timesteps` steps, 2 envs, seed 1).
 fn cases() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = rl::ALGORITHMS
+    let mut v: Vec<(String, String)> = rl_training::ALGORITHMS
         .iter()
         .map(|n| {
             let yaml = common::tiny(n, steps(n));
@@ -100,14 +100,14 @@ fn record_path() -> PathBuf {
 #[ignore = "machine- and kernel-specific: run by cargo xtask same-numbers"]
 fn short_runs_give_the_recorded_numbers() {
     let dev = Device::flex();
-    // RL_KERNELS, as `rl::build` applies it; a bad value is named here.
-    let level = rl::core::kernels::apply(Default::default())
-        .map(|_| rl::core::kernels::active().name())
+    // RL_KERNELS, as `rl_training::build` applies it; a bad value is named here.
+    let level = rl_training::core::kernels::apply(Default::default())
+        .map(|_| rl_training::core::kernels::active().name())
         .unwrap_or_else(|e| panic!("{e}"));
     let mut now = Map::new();
     for (label, yaml) in cases() {
         let run = RunConfig::from_yaml(&yaml, &[], &label).unwrap();
-        let mut alg = rl::build(&run, &dev).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let mut alg = rl_training::build(&run, &dev).unwrap_or_else(|e| panic!("{label}: {e}"));
         while alg.num_timesteps() < run.total_timesteps {
             alg.train().unwrap_or_else(|e| panic!("{label}: {e}"));
         }

@@ -4,7 +4,7 @@
 //!
 //! Needs `nats-server` on PATH (or `RL_NATS_SERVER`); `.ci/run` installs it.
 
-use rl::broker::{Auth, Broker, BrokerConfig, NatsServer};
+use rl_training::broker::{Auth, Broker, BrokerConfig, NatsServer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -370,7 +370,7 @@ fn a_runner_of_another_version_is_refused_with_both_versions_named() {
     broker
         .board()
         .unwrap()
-        .post_info(&rl::broker::RunInfo {
+        .post_info(&rl_training::broker::RunInfo {
             rl_version: "0.0.1+wire0".into(),
             algorithm: "impala".into(),
             config_yaml: "algorithm: impala\nenv_id: CartPole-v1\ntotal_timesteps: 1000\n".into(),
@@ -389,7 +389,8 @@ fn a_runner_of_another_version_is_refused_with_both_versions_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("started by rl 0.0.1+wire0") && err.contains(&rl::broker::protocol_version()),
+        err.contains("started by rl 0.0.1+wire0")
+            && err.contains(&rl_training::broker::protocol_version()),
         "{err}"
     );
     // It never claimed a runner id.
@@ -421,12 +422,16 @@ fn a_runner_for_a_run_nobody_started_says_so() {
 fn two_local_runners(
     server: &NatsServer,
     name: &str,
-) -> (rl::scale_out::LocalRunners, rl::broker::BrokerLink) {
+) -> (
+    rl_training::scale_out::LocalRunners,
+    rl_training::broker::BrokerLink,
+) {
     let run_id = format!("{name}-{}", std::process::id());
     let bin = Path::new(env!("CARGO_BIN_EXE_rl"));
-    let runners = rl::scale_out::LocalRunners::start(bin, 2, &server.url(), &run_id, None).unwrap();
-    let link = rl::broker::BrokerLink {
-        broker: rl::scale_out::connect(&server.url(), &run_id).unwrap(),
+    let runners =
+        rl_training::scale_out::LocalRunners::start(bin, 2, &server.url(), &run_id, None).unwrap();
+    let link = rl_training::broker::BrokerLink {
+        broker: rl_training::scale_out::connect(&server.url(), &run_id).unwrap(),
         restarts: runners.restarts.clone(),
     };
     (runners, link)
@@ -434,21 +439,21 @@ fn two_local_runners(
 
 #[test]
 fn es_with_two_worker_processes_takes_the_in_process_steps_bit_for_bit() {
-    use rl::core::Algorithm;
-    use rl::core::burn::tensor::Device;
+    use rl_training::core::Algorithm;
+    use rl_training::core::burn::tensor::Device;
     let dir = tmp("es");
     let server = NatsServer::start(&dir.join("store")).expect("nats-server");
-    let run = rl::core::config::RunConfig::from_yaml(
+    let run = rl_training::core::config::RunConfig::from_yaml(
         "algorithm: es\nenv_id: CartPole-v1\ntotal_timesteps: 100000\nseed: 3\n\
          algo_kwargs: {pop_size: 8, num_workers: 2, net_arch: [8]}\n",
         &[],
         "test",
     )
     .unwrap();
-    let env = &rl::make_training_env;
-    let mut local = rl::es::Es::new(&run, env, &Device::flex()).unwrap();
+    let env = &rl_training::make_training_env;
+    let mut local = rl_training::es::Es::new(&run, env, &Device::flex()).unwrap();
     let (runners, link) = two_local_runners(&server, "es");
-    let mut remote = rl::es::Es::with_broker(&run, env, &Device::flex(), &link).unwrap();
+    let mut remote = rl_training::es::Es::with_broker(&run, env, &Device::flex(), &link).unwrap();
     for _ in 0..3 {
         local.train().unwrap();
         remote.train().unwrap();
@@ -457,7 +462,7 @@ fn es_with_two_worker_processes_takes_the_in_process_steps_bit_for_bit() {
     assert_eq!(remote.params(), local.params());
     assert_ne!(
         local.params(),
-        rl::es::Es::new(&run, env, &Device::flex())
+        rl_training::es::Es::new(&run, env, &Device::flex())
             .unwrap()
             .params()
     );
@@ -473,22 +478,22 @@ fn es_with_two_worker_processes_takes_the_in_process_steps_bit_for_bit() {
 
 #[test]
 fn ppo_with_two_runner_processes_reproduces_in_process_runners_bit_for_bit() {
-    use rl::core::Algorithm;
-    use rl::core::burn::tensor::Device;
-    use rl::core::params::module_tensors;
+    use rl_training::core::Algorithm;
+    use rl_training::core::burn::tensor::Device;
+    use rl_training::core::params::module_tensors;
     let dir = tmp("ppo");
     let server = NatsServer::start(&dir.join("store")).expect("nats-server");
-    let run = rl::core::config::RunConfig::from_yaml(
+    let run = rl_training::core::config::RunConfig::from_yaml(
         "algorithm: ppo\nenv_id: CartPole-v1\ntotal_timesteps: 100000\nseed: 5\nn_envs: 4\n\
          algo_kwargs: {n_steps: 32, batch_size: 64, n_epochs: 2, num_env_runners: 2}\n",
         &[],
         "test",
     )
     .unwrap();
-    let env = &rl::make_training_env;
-    let mut local = rl::ppo::Ppo::new(&run, env, &Device::flex()).unwrap();
+    let env = &rl_training::make_training_env;
+    let mut local = rl_training::ppo::Ppo::new(&run, env, &Device::flex()).unwrap();
     let (runners, link) = two_local_runners(&server, "ppo");
-    let mut remote = rl::ppo::Ppo::with_broker(&run, env, &Device::flex(), &link).unwrap();
+    let mut remote = rl_training::ppo::Ppo::with_broker(&run, env, &Device::flex(), &link).unwrap();
     let initial = module_tensors(local.policy()).to_bytes();
     for _ in 0..3 {
         let m_local = local.train().unwrap();

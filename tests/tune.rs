@@ -132,7 +132,8 @@ fn serde_saphyr_from(p: &Path) -> Value {
 
 /// Parses YAML through the `rl` crate's own reader (the run config), as JSON.
 fn rl_yaml(text: &str) -> Value {
-    let run = rl::core::config::RunConfig::from_yaml(text, &[], "best_config.yaml").unwrap();
+    let run =
+        rl_training::core::config::RunConfig::from_yaml(text, &[], "best_config.yaml").unwrap();
     serde_json::to_value(run).unwrap()
 }
 
@@ -314,10 +315,10 @@ fn the_example_search_is_valid() {
     let text =
         std::fs::read_to_string(root.join("examples/configs/tune_ppo_cartpole.yaml")).unwrap();
     let tree: Value = serde_saphyr::from_str(&text).unwrap();
-    let validate = |run: &rl::core::config::RunConfig| {
-        rl::build(run, &rl::core::burn::tensor::Device::flex()).map(|_| ())
+    let validate = |run: &rl_training::core::config::RunConfig| {
+        rl_training::build(run, &rl_training::core::burn::tensor::Device::flex()).map(|_| ())
     };
-    let s = rl::tune::ExperimentState::new(tree, &validate).unwrap();
+    let s = rl_training::tune::ExperimentState::new(tree, &validate).unwrap();
     assert_eq!(s.trials.len(), 8);
     for t in &s.trials {
         let lr = t.variant.config["algo_kwargs"]["learning_rate"]

@@ -1,13 +1,12 @@
-//! An NPZ dataset file (the seed's `expert_data_path` layout): opened, checked against the
-//! env it fits and read whole.
+//! An NPZ dataset file (the seed's `expert_data_path` layout), opened, fitted and read (`common::dataset`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    rl_fuzz_common::allow_caught_panics();
-    rl_fuzz_common::dataset(data, "npz");
-});
-
 #[path = "common.rs"]
-mod rl_fuzz_common;
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    common::allow_caught_panics();
+    common::dataset(data, "npz");
+});

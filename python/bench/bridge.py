@@ -1,5 +1,5 @@
 """The Gymnasium bridge's overhead (issue 21), printed as a Markdown section for
-`cargo xtask bench` (which runs it when the `rl` Python package is installed):
+`cargo xtask bench` (which runs it when the `rl-training` Python package is installed):
 
 - env steps/s of CartPole-v1 with random actions: rl's Rust CartPole, Gymnasium's through the
   bridge alone (one Python call per step, the interpreter's lock taken per call) and in rl's
@@ -22,8 +22,8 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
-import rl
-from rl import _rl
+import rl_training
+from rl_training import _rl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,12 +75,12 @@ def main() -> None:
         cli_s = time.perf_counter() - t
         cli_return = json.loads(proc.stdout.strip().splitlines()[-1]).get("eval_mean_return")
     t = time.perf_counter()
-    model = rl.Algorithm.from_config(config, seed=0)
+    model = rl_training.Algorithm.from_config(config, seed=0)
     model.learn(model.config["total_timesteps"])
     py_s = time.perf_counter() - t
-    py_return, _ = rl.evaluate_policy(model, n_eval_episodes=10)
+    py_return, _ = rl_training.evaluate_policy(model, n_eval_episodes=10)
     out += ["", "| PPO CartPole-v1 100k (`ppo_cartpole.yaml`, seed 0) | wall-clock s | final eval return |", "|---|---|---|"]
-    out += [f"| `rl train` | {cli_s:.2f} | {cli_return} |", f"| Python: `rl.Algorithm.from_config(...).learn(...)` | {py_s:.2f} | {py_return} |"]
+    out += [f"| `rl train` | {cli_s:.2f} | {cli_return} |", f"| Python: `rl_training.Algorithm.from_config(...).learn(...)` | {py_s:.2f} | {py_return} |"]
     print("\n".join(out))
 
 

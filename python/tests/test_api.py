@@ -13,10 +13,10 @@ import gymnasium
 import numpy as np
 import pytest
 
-import rl
-from rl.contrib import RecurrentPPO
-from rl.core import A2C, DQN, PPO, SAC, TRPO
-from rl.experimental import APPO, ARS, AWR, BC, CQL, ES, GAIL, IMPALA, MARWIL, PPG, DreamerV3
+import rl_training
+from rl_training.contrib import RecurrentPPO
+from rl_training.core import A2C, DQN, PPO, SAC, TRPO
+from rl_training.experimental import APPO, ARS, AWR, BC, CQL, ES, GAIL, IMPALA, MARWIL, PPG, DreamerV3
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = str(ROOT / "testdata" / "datasets" / "pendulum_sac_expert_20.npz")
@@ -45,9 +45,9 @@ CASES = {
 
 
 def test_every_algorithm_of_the_library_has_a_case_and_a_tier():
-    assert sorted(CASES) == sorted(rl.algorithms())
-    tiers = {c.algorithm for m in (rl.core, rl.experimental, rl.contrib) for c in vars(m).values() if isinstance(c, type) and issubclass(c, rl.Algorithm) and c.algorithm}
-    assert tiers == set(rl.algorithms())
+    assert sorted(CASES) == sorted(rl_training.algorithms())
+    tiers = {c.algorithm for m in (rl_training.core, rl_training.experimental, rl_training.contrib) for c in vars(m).values() if isinstance(c, type) and issubclass(c, rl_training.Algorithm) and c.algorithm}
+    assert tiers == set(rl_training.algorithms())
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -68,7 +68,7 @@ def test_constructs_trains_saves_loads_and_predicts(name, tmp_path):
     again, _ = loaded.predict(obs, deterministic=True)
     np.testing.assert_array_equal(np.asarray(action), np.asarray(again))
     # The generic loader picks the class from the checkpoint.
-    assert type(rl.Algorithm.load(path)) is cls
+    assert type(rl_training.Algorithm.load(path)) is cls
     if name == "recurrent_ppo":
         assert state is not None and len(state) == 5
     # Actions belong to the env's action space.
@@ -144,7 +144,7 @@ def test_python_and_the_cli_train_the_same_run_and_read_each_others_checkpoints(
     model.save(tmp_path / "py")
     out = subprocess.run([cli(), "eval", tmp_path / "py", "--episodes", "5", "--deterministic", "--seed", "77"], check=True, capture_output=True, text=True)
     cli_returns = json.loads(out.stdout.strip().splitlines()[-1])["returns"]
-    py_returns, _ = rl.evaluate_policy(model, n_eval_episodes=5, deterministic=True, return_episode_rewards=True, seed=77)
+    py_returns, _ = rl_training.evaluate_policy(model, n_eval_episodes=5, deterministic=True, return_episode_rewards=True, seed=77)
     assert cli_returns == py_returns
 
 
@@ -186,11 +186,11 @@ def test_training_on_a_user_defined_gymnasium_env_class(tmp_path):
     model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, learning_rate=1e-3, seed=0)
     assert model.config["env_id"].startswith("gymnasium:rl_py/")
     model.learn(6000)
-    mean, _ = rl.evaluate_policy(model, n_eval_episodes=10, deterministic=True)
+    mean, _ = rl_training.evaluate_policy(model, n_eval_episodes=10, deterministic=True)
     # The best policy walks right: at most 5 steps, a return of at least 0.95.
     assert mean >= 0.94, (mean, random_mean)
     # Evaluated on the env object itself through predict, the same.
-    mean_here, _ = rl.evaluate_policy(model, Corridor(), n_eval_episodes=10, seed=0)
+    mean_here, _ = rl_training.evaluate_policy(model, Corridor(), n_eval_episodes=10, seed=0)
     assert mean_here >= 0.94
     model.save(tmp_path / "corridor")
     assert PPO.load(tmp_path / "corridor").num_timesteps == model.num_timesteps

@@ -80,14 +80,16 @@ pub fn dataset() -> PathBuf {
 }
 
 fn write_dataset() -> PathBuf {
-    use rl::core::Env;
+    use rl_training::core::Env;
     let p = std::env::temp_dir().join(format!("rl-facade-{}-data.parquet", std::process::id()));
     {
-        let mut env = rl::envs::make("CartPole-v1", &Default::default()).unwrap();
-        let spec =
-            rl::offline::DatasetSpec::from_spaces(env.observation_space(), env.action_space());
-        let mut d = rl::offline::Transitions::new(4, 1);
-        let mut rng = rl::core::Rng::seed_from(0);
+        let mut env = rl_training::envs::make("CartPole-v1", &Default::default()).unwrap();
+        let spec = rl_training::offline::DatasetSpec::from_spaces(
+            env.observation_space(),
+            env.action_space(),
+        );
+        let mut d = rl_training::offline::Transitions::new(4, 1);
+        let mut rng = rl_training::core::Rng::seed_from(0);
         let (mut obs, mut next) = (vec![0.0; 4], vec![0.0; 4]);
         for e in 0..5 {
             env.reset(Some(e), None, &mut obs).unwrap();
@@ -95,7 +97,7 @@ fn write_dataset() -> PathBuf {
                 let a = [rng.below(2) as f32];
                 next.copy_from_slice(&obs);
                 let s = env.step(&a, &mut next).unwrap();
-                d.push(rl::offline::Step {
+                d.push(rl_training::offline::Step {
                     eps_id: e as i64,
                     t,
                     obs: &obs,
@@ -112,7 +114,7 @@ fn write_dataset() -> PathBuf {
                 }
             }
         }
-        rl::offline::write_dataset(&p, &d, &spec).unwrap();
+        rl_training::offline::write_dataset(&p, &d, &spec).unwrap();
     }
     p
 }

@@ -1,6 +1,8 @@
 use cfg_aliases::cfg_aliases;
 
 fn main() {
+    // rl patch: `DEP_RL_TRAINING_MACERATOR_LEVEL_CAP_SWITCH` for dependents (`level_cap.rs`).
+    println!("cargo::metadata=switch=1");
     cfg_aliases! {
         x86: { any(target_arch = "x86", target_arch = "x86_64") },
         aarch64: { target_arch = "aarch64" },

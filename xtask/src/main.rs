@@ -8,7 +8,8 @@
 //!   ones) per kernel level, merged into `docs/learning-results.md` as each binary finishes;
 //!   `learn --merge-logs DIR` records what a killed run had finished.
 //! - `offline-memory [--gb N]`: BC over a synthetic Parquet file larger than memory budgets.
-//! - `same-build`: `cargo run`'s packages resolve the features of `cargo test --workspace`.
+//! - `same-build`: `cargo run`'s packages, and the Python wheel's (but its own few that link
+//!   Python), resolve the features of `cargo test --workspace`.
 //! - `same-numbers [--record]`: short runs of every algorithm hash to the recorded tensors.
 //! - `fuzz [--seconds N] [--target T] [--record]`: the cargo-fuzz targets of `fuzz/`.
 
@@ -1203,7 +1204,7 @@ struct LearnDoc {
     sections: Vec<(String, Vec<LearnEntry>)>,
 }
 
-const LEARN_HEADER: &str = "# Learning results\n\nRecorded by `cargo xtask learn` (release build, a 2-core machine); each entry says its date\nand commit. Evaluation: mean return of 10 deterministic episodes on a separately seeded env.\nOne section per kernel level (`RL_KERNELS`, see `rl_core::kernels`): every CI learning test\nmust pass on both.\n";
+const LEARN_HEADER: &str = "# Learning results\n\nRecorded by `cargo xtask learn` (release build, a 2-core machine); each entry says its date\nand commit. Evaluation: mean return of 10 deterministic episodes on a separately seeded env.\nOne section per kernel level (`RL_KERNELS`, see `rl_training_core::kernels`): every CI learning test\nmust pass on both.\n";
 
 impl LearnDoc {
     fn title(level: &str) -> String {
@@ -1380,9 +1381,11 @@ fn tree_features(
 
 /// `cargo xtask same-build`: the packages `cargo run --release` (the `rl` binary) builds get
 /// the same features as in `cargo test --release --workspace`, so the second README command
-/// reuses the first one's artifacts instead of recompiling burn and the workspace.
+/// reuses the first one's artifacts instead of recompiling burn and the workspace; and so do
+/// the Python wheel's (`crates/rl-training-python`, as maturin builds it), but for
+/// [`WHEEL_OWN`], so `pip install .` after the tests builds only those.
 fn same_build() -> Result<(), String> {
-    let run = tree_features(&["-p", "rl", "-e", "normal,build"])?;
+    let run = tree_features(&["-p", "rl-training", "-e", "normal,build"])?;
     let test = tree_features(&["--workspace", "-e", "normal,build,dev"])?;
     let mut differ = Vec::new();
     for (pkg, feats) in &run {
@@ -1393,19 +1396,66 @@ fn same_build() -> Result<(), String> {
             differ.push(format!("{pkg}: `cargo run` lacks {missing:?}"));
         }
     }
+    if !differ.is_empty() {
+        return Err(format!(
+            "`cargo run` would rebuild these with other features (pin them in the root Cargo.toml):\n  {}",
+            differ.join("\n  ")
+        ));
+    }
+    println!(
+        "same-build: {} packages of `cargo run` have the features of `cargo test --workspace`",
+        run.len()
+    );
+    // The wheel (maturin builds this member into `target/`): only the extension module and
+    // what links Python its own way are built again; everything else must be the test build's.
+    let wheel = tree_features(&[
+        "-p",
+        "rl-training-python",
+        "-e",
+        "normal,build",
+        "--features",
+        "abi3-py311",
+    ])?;
+    let mut own = Vec::new();
+    for (pkg, feats) in &wheel {
+        let name = pkg.split('@').next().unwrap_or(pkg);
+        if WHEEL_OWN.contains(&name) {
+            own.push(name);
+            continue;
+        }
+        match test.get(pkg) {
+            Some(t) if t == feats => {}
+            Some(t) => differ.push(format!("{pkg}: the wheel has {feats:?}, the tests {t:?}")),
+            None => differ.push(format!("{pkg}: not in the test build (another version?)")),
+        }
+    }
     if differ.is_empty() {
         println!(
-            "same-build: {} packages of `cargo run` have the features of `cargo test --workspace`",
-            run.len()
+            "same-build: {} packages of the wheel are the test build's; built for it alone: {}",
+            wheel.len() - own.len(),
+            own.join(", ")
         );
         Ok(())
     } else {
         Err(format!(
-            "`cargo run` would rebuild these with other features (pin them in the root Cargo.toml):\n  {}",
+            "the wheel would rebuild these with other features (crates/rl-training-python's dependencies):\n  {}",
             differ.join("\n  ")
         ))
     }
 }
+
+/// Packages the Python wheel builds for itself: the extension module, pyo3 as an extension
+/// module's (abi3, no embedded interpreter), and the crates that link Python through it.
+const WHEEL_OWN: &[&str] = &[
+    "rl-training-python",
+    "rl-training-gymnasium",
+    "pyo3",
+    "pyo3-ffi",
+    "pyo3-build-config",
+    "pyo3-macros",
+    "pyo3-macros-backend",
+    "numpy",
+];
 
 /// `cargo xtask same-numbers [--record]`: `tests/same_numbers.rs` (a short run of every
 /// algorithm, its checkpoint's tensors hashed) at each kernel level the CPU has, checked against

@@ -1,0 +1,10 @@
+//! APPO learns with every action space: Discrete (CartPole, see learning.rs), MultiDiscrete,
+//! MultiBinary and Box, on the contextual bandits of `rl_training_envs::testing` (lockstep).
+
+rl_training_envs::action_space_tests!(
+    "algorithm: appo\nenv_id: Match\ntotal_timesteps: 12000\nseed: 0\nalgo_kwargs: {num_env_runners: 2, num_envs_per_env_runner: 4, n_steps: 32, batch_size: 64, gamma: 0.0, ent_coef: 0.0, learning_rate: 3.0e-3, lockstep: true}\n",
+    |run, make| Box::new(
+        rl_training_appo::Appo::new(run, make, &rl_training_core::burn::tensor::Device::flex())
+            .unwrap()
+    )
+);
