@@ -15,27 +15,41 @@
 //! concatenated from the module's `GateController`s on every call (two small concatenations per
 //! sequence), so the module, its initialization and its checkpoints stay burn's.
 
-use crate::fast_ops::tanh_approx;
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::ops::FloatTensorOps;
-use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, AutodiffBackend, Backend, Dispatch, Flex, backend_extension};
 use burn::nn::activation::Activation;
 use burn::nn::{Lstm, LstmState};
+use burn::tensor::Tensor;
 use burn::tensor::activation::{sigmoid, tanh};
-use burn::tensor::{DType, Device, Shape, Tensor, TensorData};
+// The fused op is flex's (the other backends run the composed steps).
+#[cfg(feature = "flex")]
+use crate::fast_ops::tanh_approx;
+#[cfg(feature = "flex")]
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+#[cfg(feature = "flex")]
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+#[cfg(feature = "flex")]
+use burn::backend::autodiff::grads::Gradients;
+#[cfg(feature = "flex")]
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+#[cfg(feature = "flex")]
+use burn::backend::ops::FloatTensorOps;
+#[cfg(feature = "flex")]
+use burn::backend::tensor::FloatTensor;
+#[cfg(feature = "flex")]
+use burn::backend::{Autodiff, AutodiffBackend, Backend, Dispatch, Flex, backend_extension};
+#[cfg(feature = "flex")]
+use burn::tensor::{DType, Device, Shape, TensorData};
+#[cfg(feature = "flex")]
 use std::borrow::Cow;
 
 /// `σ(x) = (1 + tanh(x/2)) / 2` with the fast `tanh` (within 3e-7 of the exact value).
+#[cfg(feature = "flex")]
 #[inline(always)]
 fn sigmoid_approx(x: f32) -> f32 {
     0.5 + 0.5 * tanh_approx(0.5 * x)
 }
 
 /// The fused LSTM recurrence.
+#[cfg(feature = "flex")]
 #[backend_extension(Flex, Autodiff)]
 pub trait LstmSequenceBackend: Backend {
     /// The recurrence over `T` steps of `n` rows: the input-side pre-activations `xz`
@@ -60,6 +74,7 @@ pub trait LstmSequenceBackend: Backend {
 }
 
 /// The f32 values of a flex tensor in row-major order (borrowed when contiguous).
+#[cfg(feature = "flex")]
 fn values(t: &FloatTensor<Flex>) -> Cow<'_, [f32]> {
     if let Some(s) = t.as_slice::<f32>() {
         return Cow::Borrowed(s);
@@ -69,23 +84,27 @@ fn values(t: &FloatTensor<Flex>) -> Cow<'_, [f32]> {
     Cow::Owned(c.as_slice::<f32>().map(<[f32]>::to_vec).unwrap_or_default())
 }
 
+#[cfg(feature = "flex")]
 fn tensor(v: Vec<f32>, shape: [usize; 2]) -> FloatTensor<Flex> {
     FloatTensor::<Flex>::from_data(TensorData::new(v, Shape::new(shape)))
 }
 
 /// `a · b` for row-major `a` `[m, k]` with flex's matrix product (its gemm kernels).
+#[cfg(feature = "flex")]
 fn matmul(a: Vec<f32>, m: usize, k: usize, b: &FloatTensor<Flex>) -> Vec<f32> {
     let p = Flex::float_matmul(tensor(a, [m, k]), b.clone());
     values(&p).into_owned()
 }
 
 /// `(T, n, H)` of a sequence: `rows = T·n` rows of pre-activations, `hc0` `[n, 2H]`.
+#[cfg(feature = "flex")]
 fn sizes(rows: usize, hc0: &FloatTensor<Flex>) -> (usize, usize, usize) {
     let dims = hc0.layout().shape();
     let (n, h) = (dims[0], dims[1] / 2);
     (rows.checked_div(n).unwrap_or(0), n, h)
 }
 
+#[cfg(feature = "flex")]
 impl LstmSequenceBackend for Flex {
     fn lstm_sequence(
         xz: FloatTensor<Self>,
@@ -227,9 +246,11 @@ impl LstmSequenceBackend for Flex {
     }
 }
 
+#[cfg(feature = "flex")]
 #[derive(Debug)]
 struct LstmSequenceGrad;
 
+#[cfg(feature = "flex")]
 impl<B: Backend + LstmSequenceBackend> Backward<B, 3> for LstmSequenceGrad {
     /// `(w_hh, hc0, hs, gates)`.
     type State = (
@@ -257,6 +278,7 @@ impl<B: Backend + LstmSequenceBackend> Backward<B, 3> for LstmSequenceGrad {
     }
 }
 
+#[cfg(feature = "flex")]
 impl<B: Backend + LstmSequenceBackend, C: CheckpointStrategy> LstmSequenceBackend
     for Autodiff<B, C>
 {
@@ -345,6 +367,7 @@ fn lstm_sequence_composed(xz: Tensor<2>, w_hh: Tensor<2>, hc0: Tensor<2>) -> Ten
     Tensor::cat(steps, 0)
 }
 
+#[cfg(feature = "flex")]
 fn on_flex_f32(t: &Tensor<2>) -> bool {
     t.dtype() == DType::F32 && t.device().inner() == Device::flex()
 }
@@ -355,16 +378,16 @@ fn on_flex_f32(t: &Tensor<2>) -> bool {
 /// and the initial `[h, c]` (`[n, 2H]`). On flex one op with its own backward; elsewhere
 /// burn's ops, step by step.
 pub fn lstm_sequence(xz: Tensor<2>, w_hh: Tensor<2>, hc0: Tensor<2>) -> Tensor<2> {
+    #[cfg(feature = "flex")]
     if on_flex_f32(&xz) && on_flex_f32(&w_hh) && on_flex_f32(&hc0) {
         let (hs, _gates) = <Dispatch as LstmSequenceBackend>::lstm_sequence(
             xz.into_dispatch(),
             w_hh.into_dispatch(),
             hc0.into_dispatch(),
         );
-        Tensor::from_dispatch(hs)
-    } else {
-        lstm_sequence_composed(xz, w_hh, hc0)
+        return Tensor::from_dispatch(hs);
     }
+    lstm_sequence_composed(xz, w_hh, hc0)
 }
 
 /// Whether [`lstm_forward`] runs `lstm` fused: burn's default LSTM (batch-first, forward in
@@ -447,7 +470,8 @@ pub fn lstm_forward(lstm: &Lstm, x: Tensor<3>, state: LstmState<2>) -> (Tensor<3
     (out, final_state)
 }
 
-#[cfg(test)]
+// The fused op against the composed steps: flex only.
+#[cfg(all(test, feature = "flex"))]
 mod tests {
     use super::*;
     use crate::params::set_flat;
